@@ -1,0 +1,69 @@
+"""When the map phase ends (SPEC B.2 step 2).
+
+The map phase waits for the first ``q_eff`` finishers (``q``; all ``K`` for uc
+and cmr): they form ``Q`` in finishing order and are the reducers.  Then, while
+some partition ``t`` has fewer than ``k`` (``m/T`` for bdc) coded rows in the
+batches held by the finishers, the next finisher joins as an *extra* server: it
+sends unicasts but does not reduce.  Only bdc can need extras: any ``q``
+servers hold ``>= m`` rows of the dense code and ``q`` rows of each sc stripe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mpi_coded.coded.placement import Placement
+from mpi_coded.errors import require
+
+
+@dataclass(frozen=True)
+class MapEnd:
+    """``Q`` (reducers, finishing order) and the extra finishers needed by bdc."""
+
+    Q: tuple[int, ...]
+    extra: tuple[int, ...] = ()
+
+    @property
+    def finishers(self) -> tuple[int, ...]:
+        """Everyone whose map results are used: ``Q`` then ``extra``."""
+        return self.Q + self.extra
+
+
+def _check_order(placement: Placement, order: Sequence[int]) -> tuple[int, ...]:
+    K = placement.K
+    out = tuple(int(s) for s in order)
+    require(all(0 <= s < K for s in out), "order", f"servers must be in 0..{K - 1}", list(out))
+    require(len(set(out)) == len(out), "order", "servers must be distinct", list(out))
+    return out
+
+
+def covered(placement: Placement, finished: Sequence[int]) -> bool:
+    """Whether the batches of ``finished`` hold ``>= k`` rows of every partition."""
+    batches = {b for s in finished for b in placement.server_batches[s]}
+    counts = placement.partition_counts(batches)
+    return bool(np.all(counts >= placement.layout.k))
+
+
+def map_phase_done(placement: Placement, finished: Sequence[int]) -> bool:
+    """Whether the map phase can end once ``finished`` (in order) have finished."""
+    fin = _check_order(placement, finished)
+    return len(fin) >= placement.params.wait_for and covered(placement, fin)
+
+
+def map_end(placement: Placement, order: Sequence[int]) -> MapEnd:
+    """``(Q, extra)`` for the finishing order ``order`` (a prefix of it is enough).
+
+    Raises ConfigError if ``order`` is too short to end the map phase.
+    """
+    fin = _check_order(placement, order)
+    q = placement.params.wait_for
+    require(len(fin) >= q, "order", f"needs at least {q} finishers", list(fin))
+    used = q
+    while not covered(placement, fin[:used]):
+        require(used < len(fin), "order",
+                "the finishers do not hold enough rows of every partition", list(fin))
+        used += 1
+    return MapEnd(Q=fin[:q], extra=fin[q:used])

@@ -1,0 +1,423 @@
+"""The shuffle plan for a given ``Q`` (SPEC B.3; Li, Maddah-Ali, Avestimehr 2016).
+
+Everything a runtime needs to send, receive and decode, as plain frozen
+dataclasses.  Vocabulary:
+
+* Server ``s`` holds, for every batch ``b`` it stores, the ``eta_b x N``
+  matrix ``Y_b = C[batch_rows[b]] X`` (its *intermediate values*; row ``i`` of
+  ``Y_b`` is the value of the ``i``-th slot of batch ``b``).
+* Reducer ``Q[i]`` owns outputs ``[i w, (i+1) w)``, ``w = N / q_eff``
+  (``q_eff = q``; all ``K`` servers, in finishing order, for uc/cmr).
+* A :class:`Block` is the rectangle ``Y_b[row_start:row_stop, out_start:out_stop]``
+  flattened row-major; a list of blocks is their concatenation.
+
+Multicast (levels ``j = mu q .. s_q``, plus ``s_q - 1`` under strategy 2; the
+baselines use their effective ``mu q``): for each ``S`` in ``Q`` with
+``|S| = j + 1`` (``itertools.combinations`` of sorted ``Q``) and ``k`` in ``S``,
+``V_k`` is the concatenation, over the batches ``b`` (ascending) whose label
+meets ``Q`` in exactly ``S \\ {k}``, of ``Y_b[:, outputs of k]`` flattened
+row-major; ``|V_k| = v = C(K-q, mu q - j) eta_b w``.
+
+*Segment rule*: ``V_k`` is cut into ``j`` consecutive segments of
+``L = ceil(v / j)`` values (the last ones shorter; a segment is zero-padded to
+``L`` on the wire).  Segment ``g`` belongs to the ``g``-th server of
+``sorted(S \\ {k})``.  Server ``s`` in ``S`` sends to ``S \\ {s}`` one message of
+``L`` values: the sum (XOR in GF(2^l)) of its padded segments of the ``V_k``,
+``k`` in ``S \\ {s}`` (``Multicast.segments[i]`` is the one for
+``receivers[i]``).  Receiver ``k`` subtracts the segments of the other
+``V_{k'}``, which it stores, and keeps its own.  The load counts each multicast
+once with its padded length ``L``, so it equals the paper's ``B_j / j`` exactly
+when ``j`` divides ``v``; otherwise it exceeds it by the padding,
+``ShufflePlan.padding`` (exact).
+
+Unicast: after the multicasts reducer ``k`` knows, for its outputs, every row of
+the batches it stores or received; partition ``t`` still lacks
+``max(0, k_t - known_t)`` values (``k_t = m`` for unified, ``m/T`` for bdc,
+``q`` per sc stripe, all ``m`` rows for uc/cmr).  The missing rows are taken batch by batch from batches held by some
+finisher (``Q`` then ``extra``), in slot order inside a batch, visiting batches
+cyclically from batch ``floor(i C(K, p) / q_eff)`` for reducer ``Q[i]`` (this
+spreads the senders); each batch's rows come from one holder, the one with the
+fewest unicast values so far (ties: earliest finisher).
+
+Strategy: uc, cmr, sc and unified use the analytic strategy of
+:func:`mpi_coded.coded.loads.scheme_load`; bdc builds both and keeps the one
+sending fewer values for this ``Q`` (ties: strategy 1).  Load =
+values / (``m N``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any
+
+from mpi_coded.coded.loads import UnifiedLoad, scheme_load, unified_load
+from mpi_coded.coded.mapend import MapEnd
+from mpi_coded.coded.placement import Placement
+from mpi_coded.errors import require
+
+
+@dataclass(frozen=True)
+class Block:
+    """``Y_batch[row_start:row_stop, out_start:out_stop]``, flattened row-major.
+
+    Rows are batch-local slot indices (coded row ``batch_rows[batch][i]``);
+    outputs are global output indices.
+    """
+
+    batch: int
+    row_start: int
+    row_stop: int
+    out_start: int
+    out_stop: int
+
+    @property
+    def size(self) -> int:
+        return (self.row_stop - self.row_start) * (self.out_stop - self.out_start)
+
+    def __str__(self) -> str:
+        return (f"b{self.batch}[{self.row_start}:{self.row_stop},"
+                f"{self.out_start}:{self.out_stop}]")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Segment ``index`` of ``V_owner``: its blocks in order, ``size`` values before padding."""
+
+    owner: int
+    index: int
+    blocks: tuple[Block, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class Multicast:
+    """One coded multicast: ``sender`` sends ``length`` values to ``receivers``.
+
+    The payload is ``sum_i pad(segments[i], length)``; ``segments[i]`` is the
+    segment of ``V_{receivers[i]}`` that ``receivers[i]`` recovers.
+    """
+
+    level: int
+    group: tuple[int, ...]
+    sender: int
+    receivers: tuple[int, ...]
+    length: int
+    segments: tuple[Segment, ...]
+
+
+@dataclass(frozen=True)
+class Unicast:
+    """``sender`` sends ``receiver`` the values of ``blocks`` (concatenated), ``size`` in all."""
+
+    sender: int
+    receiver: int
+    blocks: tuple[Block, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class ReducerPlan:
+    """What reducer ``server`` ends with and decodes, for outputs ``[out_start, out_stop)``."""
+
+    server: int
+    out_start: int
+    out_stop: int
+    stored_batches: tuple[int, ...]
+    multicast_batches: tuple[int, ...]  # batches recovered from multicasts
+    unicast_rows: tuple[int, ...]  # coded rows received by unicast
+    decode_rows: tuple[int, ...]  # k coded rows per partition, partition by partition
+
+
+@dataclass(frozen=True)
+class ShufflePlan:
+    """The full shuffle for one ``(Q, extra)``; see the module docstring."""
+
+    scheme: str
+    K: int
+    q: int  # servers waited for (q_eff)
+    m: int
+    N: int
+    Q: tuple[int, ...]
+    extra: tuple[int, ...]
+    s_q: int
+    strategy: int
+    levels: tuple[int, ...]
+    reducers: tuple[ReducerPlan, ...]
+    multicasts: tuple[Multicast, ...]
+    unicasts: tuple[Unicast, ...]
+    multicast_values: int  # padded lengths, each multicast counted once
+    unicast_values: int
+    ideal_multicast: Fraction  # sum of v / j: the multicast values without padding
+
+    @property
+    def values(self) -> int:
+        """Values sent in the shuffle (multicasts once, with padding)."""
+        return self.multicast_values + self.unicast_values
+
+    @property
+    def padding(self) -> Fraction:
+        """Padded (zero) values sent beyond the paper's ``v / j`` per multicast."""
+        return self.multicast_values - self.ideal_multicast
+
+    @property
+    def load(self) -> Fraction:
+        """Normalised load: values / (``m N``)."""
+        return Fraction(self.values, self.m * self.N)
+
+    @property
+    def multicast_load(self) -> Fraction:
+        return Fraction(self.multicast_values, self.m * self.N)
+
+    @property
+    def unicast_load(self) -> Fraction:
+        return Fraction(self.unicast_values, self.m * self.N)
+
+    def level_values(self) -> dict[int, int]:
+        """Multicast values sent per level."""
+        out: dict[int, int] = defaultdict(int)
+        for mc in self.multicasts:
+            out[mc.level] += mc.length
+        return dict(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (fractions as strings)."""
+        d = asdict(self)
+        d["ideal_multicast"] = str(self.ideal_multicast)
+        d["values"] = self.values
+        d["load"] = str(self.load)
+        return d
+
+    def describe(self, detail: bool = False) -> str:
+        """Human-readable plan: one line per message (``detail`` lists the blocks)."""
+        lines = [
+            f"{self.scheme}: K={self.K} q={self.q} m={self.m} N={self.N} Q={list(self.Q)} "
+            f"extra={list(self.extra)} s_q={self.s_q} strategy={self.strategy} "
+            f"levels={list(self.levels)}",
+        ]
+        for red in self.reducers:
+            lines.append(f"  reducer {red.server}: outputs [{red.out_start}, {red.out_stop})")
+        for mc in self.multicasts:
+            segs = " + ".join(f"V{sg.owner}[{sg.index}]" for sg in mc.segments)
+            line = (f"  multicast j={mc.level} S={list(mc.group)} {mc.sender} -> "
+                    f"{list(mc.receivers)}: {mc.length} values = {segs}")
+            if detail:
+                line += "  (" + "; ".join(
+                    f"V{sg.owner}[{sg.index}]=" + "+".join(str(b) for b in sg.blocks)
+                    for sg in mc.segments) + ")"
+            lines.append(line)
+        for uc in self.unicasts:
+            line = f"  unicast {uc.sender} -> {uc.receiver}: {uc.size} values"
+            if detail:
+                line += " (" + " ".join(str(b) for b in uc.blocks) + ")"
+            lines.append(line)
+        lines.append(
+            f"  values: multicast {self.multicast_values} (padding {self.padding}), "
+            f"unicast {self.unicast_values}; load {self.load} = {float(self.load):.6f}")
+        return "\n".join(lines)
+
+
+def _flat_blocks(batches: Sequence[int], eta: int, out_start: int, w: int,
+                 a: int, b: int) -> tuple[Block, ...]:
+    """Blocks covering flat values ``[a, b)`` of ``concat_b Y_b[:, out_start:out_start+w]``."""
+    per = eta * w
+    blocks: list[Block] = []
+    for i, batch in enumerate(batches):
+        lo, hi = max(a, i * per), min(b, (i + 1) * per)
+        if lo >= hi:
+            continue
+        lo, hi = lo - i * per, hi - i * per
+        r0, c0 = divmod(lo, w)
+        r1, c1 = divmod(hi, w)
+        if r0 == r1:
+            blocks.append(Block(batch, r0, r0 + 1, out_start + c0, out_start + c1))
+            continue
+        if c0:
+            blocks.append(Block(batch, r0, r0 + 1, out_start + c0, out_start + w))
+            r0 += 1
+        if r1 > r0:
+            blocks.append(Block(batch, r0, r1, out_start, out_start + w))
+        if c1:
+            blocks.append(Block(batch, r1, r1 + 1, out_start, out_start + c1))
+    return tuple(blocks)
+
+
+def _runs(slots: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted slot indices as ``[start, stop)`` runs."""
+    out: list[tuple[int, int]] = []
+    for s in sorted(slots):
+        if out and out[-1][1] == s:
+            out[-1] = (out[-1][0], s + 1)
+        else:
+            out.append((s, s + 1))
+    return out
+
+
+def _check_q(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...]) -> None:
+    K, q = placement.K, placement.params.wait_for
+    allq = Q + extra
+    require(len(Q) == q, "Q", f"must list exactly {q} servers", list(Q))
+    require(all(0 <= s < K for s in allq), "Q", f"servers must be in 0..{K - 1}", list(allq))
+    require(len(set(allq)) == len(allq), "Q", "servers must be distinct", list(allq))
+
+
+def analytic_load(placement: Placement) -> UnifiedLoad:
+    """The SPEC B.3 quantities the plan follows (bdc: those of the unified scheme)."""
+    p = placement.params
+    if p.scheme == "bdc":
+        return unified_load(p.K, p.q, p.mu)
+    return scheme_load(p.scheme, p.K, p.q, p.mu)
+
+
+def shuffle_plan(placement: Placement, end: MapEnd | Sequence[int],
+                 strategy: int | None = None) -> ShufflePlan:
+    """The shuffle plan for reducers ``end.Q`` (finishing order) and ``end.extra``.
+
+    ``end`` may also be just ``Q``.  ``strategy`` (1 or 2) overrides the choice
+    described in the module docstring.
+    """
+    if not isinstance(end, MapEnd):
+        end = MapEnd(tuple(int(s) for s in end))
+    Q, extra = tuple(end.Q), tuple(end.extra)
+    _check_q(placement, Q, extra)
+    require(strategy in (None, 1, 2), "strategy", "must be 1 or 2", strategy)
+    ul = analytic_load(placement)
+    if strategy is not None:
+        return _build(placement, Q, extra, ul, strategy)
+    if placement.params.scheme != "bdc":
+        return _build(placement, Q, extra, ul, ul.strategy)
+    one = _build(placement, Q, extra, ul, 1)
+    two = _build(placement, Q, extra, ul, 2)
+    return two if two.values < one.values else one
+
+
+def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
+           ul: UnifiedLoad, strategy: int) -> ShufflePlan:
+    params, layout = placement.params, placement.layout
+    eta, N, q = params.rows_per_batch, params.N, params.wait_for
+    w = N // q
+    p = params.replication
+    low = ul.s_q - 1 if strategy == 2 else ul.s_q
+    levels = tuple(j for j in range(p, max(low, 1) - 1, -1))
+    qset = frozenset(Q)
+    out_of = {k: (i * w, (i + 1) * w) for i, k in enumerate(Q)}
+
+    by_meet: dict[frozenset[int], list[int]] = defaultdict(list)
+    for b, lab in enumerate(placement.labels):
+        by_meet[frozenset(lab) & qset].append(b)
+
+    delivered: dict[int, set[int]] = {k: set() for k in Q}
+    multicasts: list[Multicast] = []
+    mc_values = 0
+    ideal = Fraction(0)
+    sorted_q = sorted(Q)
+    for j in levels:
+        for S in itertools.combinations(sorted_q, j + 1):
+            sset = frozenset(S)
+            V = {k: by_meet.get(sset - {k}, []) for k in S}
+            if not V[S[0]]:
+                continue
+            v = len(V[S[0]]) * eta * w
+            L = math.ceil(v / j)
+            for k in S:
+                delivered[k].update(V[k])
+            for s in S:
+                recv = tuple(k for k in S if k != s)
+                segs = []
+                for k in recv:
+                    g = sorted(x for x in S if x != k).index(s)
+                    a, b_ = g * L, min((g + 1) * L, v)
+                    blocks = _flat_blocks(V[k], eta, out_of[k][0], w, a, b_)
+                    segs.append(Segment(owner=k, index=g, blocks=blocks, size=max(0, b_ - a)))
+                multicasts.append(Multicast(j, S, s, recv, L, tuple(segs)))
+                mc_values += L
+                ideal += Fraction(v, j)
+
+    finishers = Q + extra
+    rank = {s: i for i, s in enumerate(finishers)}
+    sent: dict[int, int] = defaultdict(int)
+    slot_parts = [layout.row_partition[list(rows)] for rows in placement.batch_rows]
+    unicast_blocks: dict[tuple[int, int], list[Block]] = defaultdict(list)
+    reducers: list[ReducerPlan] = []
+    nb = placement.n_batches
+    for idx, k in enumerate(Q):
+        stored = set(placement.server_batches[k])
+        known = stored | delivered[k]
+        deficit = layout.k - placement.partition_counts(known)
+        deficit[deficit < 0] = 0
+        got_rows: list[int] = []
+        if deficit.any():
+            start = idx * nb // len(Q)
+            for b in itertools.chain(range(start, nb), range(start)):
+                if b in known:
+                    continue
+                holders = [s for s in placement.labels[b] if s in rank]
+                if not holders:
+                    continue
+                take: list[int] = []
+                for i, t in enumerate(slot_parts[b]):
+                    if deficit[t] > 0:
+                        deficit[t] -= 1
+                        take.append(i)
+                if not take:
+                    continue
+                sender = min(holders, key=lambda s: (sent[s], rank[s]))
+                sent[sender] += len(take) * w
+                for r0, r1 in _runs(take):
+                    unicast_blocks[(sender, k)].append(Block(b, r0, r1, *out_of[k]))
+                got_rows.extend(placement.batch_rows[b][i] for i in take)
+                if not deficit.any():
+                    break
+            if deficit.any():  # map_end guarantees coverage; a bare Q may not
+                require(False, "Q", "the finishers do not hold enough rows of every partition "
+                        "(use mapend.map_end to add extra servers)", list(Q + extra))
+        have = sorted({r for b in known for r in placement.batch_rows[b]} | set(got_rows),
+                      key=lambda r: (int(layout.row_partition[r]), int(layout.row_position[r])))
+        count: dict[int, int] = defaultdict(int)
+        decode_rows = []
+        for r in have:
+            t = int(layout.row_partition[r])
+            if count[t] < layout.k:
+                count[t] += 1
+                decode_rows.append(int(r))
+        reducers.append(ReducerPlan(
+            server=k, out_start=out_of[k][0], out_stop=out_of[k][1],
+            stored_batches=tuple(sorted(stored)),
+            multicast_batches=tuple(sorted(delivered[k])),
+            unicast_rows=tuple(int(r) for r in got_rows),
+            decode_rows=tuple(decode_rows)))
+
+    unicasts: list[Unicast] = []
+    for k in Q:
+        for s in finishers:
+            blocks = unicast_blocks.get((s, k))
+            if blocks:
+                unicasts.append(Unicast(s, k, tuple(blocks), sum(b.size for b in blocks)))
+    return ShufflePlan(
+        scheme=params.scheme, K=params.K, q=q, m=params.m, N=N, Q=Q, extra=extra,
+        s_q=ul.s_q, strategy=strategy, levels=levels, reducers=tuple(reducers),
+        multicasts=tuple(multicasts), unicasts=tuple(unicasts),
+        multicast_values=mc_values, unicast_values=sum(u.size for u in unicasts),
+        ideal_multicast=ideal)
+
+
+def average_load(placement: Placement, strategy: int | None = None) -> Fraction:
+    """Exact mean plan load over all ``C(K, q_eff)`` sets ``Q`` (extras in ascending order).
+
+    The value counts do not depend on the order inside ``Q`` nor on which
+    extras send, only on the set ``Q``.  Meant for small ``K`` (bdc's ``L_Q(P)``).
+    """
+    from mpi_coded.coded.mapend import map_end
+
+    K, q = placement.K, placement.params.wait_for
+    total = Fraction(0)
+    count = 0
+    for Qs in itertools.combinations(range(K), q):
+        rest = [s for s in range(K) if s not in Qs]
+        total += shuffle_plan(placement, map_end(placement, list(Qs) + rest), strategy).load
+        count += 1
+    return total / count

@@ -1,0 +1,181 @@
+"""Arithmetic fields used by the codes: real float64 and GF(2^l) via galois.
+
+Arrays cross module boundaries (and the wire) as plain ``numpy.ndarray``:
+float64 for the real field, uint8 / uint16 / uint32 words for GF(2^l).  Inside
+:class:`GFField` they are viewed as galois arrays (``arr.view(GF)``) for the
+arithmetic and viewed back with ``.view(np.ndarray)``.
+
+galois is imported lazily: import plus the first JIT-compiled product cost
+seconds, so the real field never pays for it, and :meth:`Field.warm_up` lets a
+rank pay before anything is timed.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from mpi_coded.errors import ConfigError
+
+FIELD_NAMES = ("float64", "gf2^8", "gf2^16")
+
+
+class Field:
+    """Interface shared by the real field and GF(2^l)."""
+
+    name: str = ""
+    dtype: np.dtype[Any] = np.dtype(np.float64)
+    exact: bool = False
+    order: int = 0  # number of elements; 0 for the reals
+
+    def random(self, shape: tuple[int, ...] | int, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def inv(self, a: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def zeros(self, shape: tuple[int, ...] | int) -> np.ndarray:
+        return np.zeros(shape, dtype=self.dtype)
+
+    def max_error(self, got: np.ndarray, want: np.ndarray) -> float:
+        """Relative error over the reals; number of wrong entries over GF."""
+        raise NotImplementedError
+
+    def cauchy(self, n_rows: int, n_cols: int) -> np.ndarray:
+        """A Cauchy matrix: every square submatrix is invertible."""
+        raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """Pay import and JIT costs now, before anything is timed."""
+        rng = np.random.default_rng(0)
+        a = self.random((4, 4), rng)
+        self.matmul(a, a)
+        self.matmul(a, a[0])
+        self.inv(self.cauchy(3, 3))
+
+    def __repr__(self) -> str:
+        return f"<Field {self.name}>"
+
+
+class RealField(Field):
+    """float64 with BLAS products; decoding is exact only up to rounding."""
+
+    name = "float64"
+    dtype = np.dtype(np.float64)
+    exact = False
+    order = 0
+
+    def random(self, shape: tuple[int, ...] | int, rng: np.random.Generator) -> np.ndarray:
+        return rng.standard_normal(shape)
+
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64)
+
+    def inv(self, a: np.ndarray) -> np.ndarray:
+        return np.linalg.inv(np.asarray(a, dtype=np.float64))
+
+    def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
+    def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a - b
+
+    def max_error(self, got: np.ndarray, want: np.ndarray) -> float:
+        scale = float(np.max(np.abs(want))) if want.size else 0.0
+        diff = float(np.max(np.abs(got - want))) if want.size else 0.0
+        return diff / scale if scale > 0 else diff
+
+    def cauchy(self, n_rows: int, n_cols: int) -> np.ndarray:
+        # C[i, j] = 1 / (x_i - y_j) with interleaved nodes x_i = i + 1/2, y_j = -j - 1/2
+        # keeps every entry positive and the matrix well spread.
+        x = np.arange(n_rows, dtype=np.float64) + 0.5
+        y = -np.arange(n_cols, dtype=np.float64) - 0.5
+        return 1.0 / (x[:, None] - y[None, :])
+
+
+class GFField(Field):
+    """GF(2^l) through galois; elements travel as unsigned integer words."""
+
+    exact = True
+
+    def __init__(self, degree: int) -> None:
+        if degree not in (8, 16):
+            raise ConfigError("field", "GF(2^l) is supported for l in {8, 16}", degree)
+        self.degree = degree
+        self.order = 1 << degree
+        self.name = f"gf2^{degree}"
+        self.dtype = np.dtype(np.uint8 if degree == 8 else np.uint16)
+
+    @functools.cached_property
+    def gf(self) -> Any:
+        import galois
+
+        return galois.GF(self.order)
+
+    def _v(self, a: np.ndarray) -> Any:
+        return np.ascontiguousarray(a, dtype=self.dtype).view(self.gf)
+
+    def random(self, shape: tuple[int, ...] | int, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(0, self.order, size=shape, dtype=self.dtype)
+
+    def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        from mpi_coded import gf_kernels
+
+        return gf_kernels.gf_matmul(
+            np.ascontiguousarray(a, dtype=self.dtype),
+            np.ascontiguousarray(b, dtype=self.dtype),
+            self.degree,
+        )
+
+    def matmul_reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """galois's own product: the reference the fast kernels are tested against."""
+        out = self._v(a) @ self._v(b)
+        return np.asarray(out.view(np.ndarray), dtype=self.dtype)
+
+    def inv(self, a: np.ndarray) -> np.ndarray:
+        out = np.linalg.inv(self._v(a))
+        return np.asarray(out.view(np.ndarray), dtype=self.dtype)
+
+    def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.bitwise_xor(a, b)
+
+    def sub(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.bitwise_xor(a, b)
+
+    def max_error(self, got: np.ndarray, want: np.ndarray) -> float:
+        return float(np.count_nonzero(np.asarray(got) != np.asarray(want)))
+
+    def cauchy(self, n_rows: int, n_cols: int) -> np.ndarray:
+        # C[i, j] = 1 / (x_i + y_j), x_i = n_cols + i, y_j = j: all nodes distinct,
+        # so x_i + y_j = x_i XOR y_j is never 0.
+        if n_rows + n_cols > self.order:
+            raise ConfigError(
+                "field", f"{self.name} has {self.order} elements, a Cauchy code needs "
+                "rows + cols of them", n_rows + n_cols)
+        x = self._v(np.arange(n_cols, n_cols + n_rows))
+        y = self._v(np.arange(n_cols))
+        out = np.reciprocal(x[:, None] + y[None, :])
+        return np.asarray(out.view(np.ndarray), dtype=self.dtype)
+
+
+@functools.cache
+def get_field(name: str) -> Field:
+    """The field called ``name`` (one of :data:`FIELD_NAMES`)."""
+    if name == "float64":
+        return RealField()
+    if name == "gf2^8":
+        return GFField(8)
+    if name == "gf2^16":
+        return GFField(16)
+    raise ConfigError("field", f"must be one of {', '.join(FIELD_NAMES)}", name)

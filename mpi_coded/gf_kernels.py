@@ -1,0 +1,456 @@
+"""Matrix products over GF(2^8) and GF(2^16) on plain unsigned-integer arrays.
+
+Elements are uint8 (GF(2^8)) or uint16 (GF(2^16)) words, in the polynomial basis of galois's
+default irreducible polynomial (0x11d and 0x1002d).  Three numba kernels, picked per shape by a
+small cost model (:func:`_choose`):
+
+``sliced``
+    Bit-sliced (Four Russians) product.  Multiplication by a fixed ``c`` is a GF(2)-linear map,
+    an ``l x l`` bit matrix ``M(c)``; so bit-plane ``p`` of ``c * b[k, :]`` is the XOR of those
+    bit-planes ``r`` of ``b[k, :]`` for which row ``p`` of ``M(c)`` has bit ``r`` set.  ``b``'s
+    rows are packed 64 columns to a uint64 word, per bit-plane; for each ``k`` a table holds all
+    256 XOR combinations of 8 planes, and ``out[i, :] ^= a[i, k] * b[k, :]`` costs ``l`` (GF(2^8))
+    or ``2 l`` (GF(2^16)) table rows of ``ceil(n / 64)`` words instead of ``n`` scalar
+    multiplications.  When ``a`` is the wider side the product is computed transposed,
+    ``(b^T a^T)^T``, so the packed dimension is always the wide one.
+``direct``
+    Scalar table products, vectorised along ``b``'s rows: the row ``MT[a[i, k]]`` of a 256 x 256
+    multiplication table gathered at ``b[k, :]`` for GF(2^8); ``EXP[LOG[a] + LOG[b]]`` with a
+    zero-padded ``EXP`` (no branch for zeros) for GF(2^16).  Used when both ``m`` and ``n`` are
+    narrow.
+``matvec``
+    The ``direct`` kernel specialised to one output column.
+
+All kernels are compiled with ``nogil`` and no ``parallel`` threads (MPI ranks already fill the
+cores); they are cached on disk when numba can find a writable cache directory.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numba
+import numpy as np
+
+__all__ = ["POLYS", "gf_matmul", "gf_matvec", "tables", "warm_up"]
+
+#: galois's default irreducible (primitive) polynomial of GF(2^degree), ``x`` primitive.
+POLYS: dict[int, int] = {8: 0x11D, 16: 0x1002D}
+_DTYPES: dict[int, type[np.unsignedinteger[Any]]] = {8: np.uint8, 16: np.uint16}
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _jit(func: _F) -> _F:
+    """``numba.njit(nogil=True)``, with an on-disk cache when numba can locate one."""
+    try:
+        return numba.njit(nogil=True, cache=True)(func)  # type: ignore[no-any-return]
+    except Exception:  # no writable cache location: compile per process instead
+        return numba.njit(nogil=True)(func)  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------------------------
+# tables
+
+
+class Tables:
+    """Lookup tables of GF(2^degree), built once per process with numpy."""
+
+    def __init__(self, degree: int) -> None:
+        if degree not in POLYS:
+            raise ValueError(f"GF(2^{degree}) is not supported; degree must be 8 or 16")
+        self.degree = degree
+        order = 1 << degree
+        poly = POLYS[degree]
+        exp = np.zeros(order - 1, dtype=np.int64)
+        x = 1
+        for e in range(order - 1):
+            exp[e] = x
+            x <<= 1
+            if x & order:
+                x ^= poly
+        if x != 1 or len(np.unique(exp)) != order - 1:
+            raise AssertionError(f"x is not primitive modulo {poly:#x}")
+        log = np.zeros(order, dtype=np.int64)
+        log[exp] = np.arange(order - 1)
+        #: ``EXP[LOG[a] + LOG[b]] == a * b`` for all a, b, zeros included: ``LOG[0]`` points
+        #: past ``2 (order - 2)``, into a zero tail long enough for ``LOG[0] + LOG[0]``.
+        zlog = 2 * (order - 1)
+        self.log = log.astype(np.int32)
+        self.log[0] = zlog
+        self.exp = np.zeros(2 * zlog + 2, dtype=_DTYPES[degree])
+        self.exp[:zlog] = np.concatenate([exp, exp])
+        dtype = _DTYPES[degree]
+        # row p of the bit matrix M(c) of "multiply by c": bit r set iff bit p of c * x^r is set.
+        # M is linear in c, so GF(2^16) splits it into a low-byte and a high-byte table.
+        n_rows = 256
+        rows = np.zeros((2 if degree == 16 else 1, n_rows, degree), dtype=dtype)
+        for half in range(rows.shape[0]):
+            c = np.arange(n_rows, dtype=np.int64) << (8 * half)
+            for r in range(degree):
+                prod = self._mul(c, np.full_like(c, 1 << r))
+                for p in range(degree):
+                    rows[half, :, p] |= (((prod >> p) & 1) << r).astype(dtype)
+        self.rows = rows
+        if degree == 8:
+            # full multiplication table MT[a, b] = a * b, 64 KiB
+            a = np.repeat(np.arange(256, dtype=np.int64), 256)
+            b = np.tile(np.arange(256, dtype=np.int64), 256)
+            self.mul_table = self._mul(a, b).astype(np.uint8).reshape(256, 256)
+        else:
+            self.mul_table = np.zeros((0, 0), dtype=np.uint8)
+
+    def _mul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Elementwise product of int64 arrays (reference-grade, via the log tables)."""
+        return self.exp[self.log[a] + self.log[b]].astype(np.int64)
+
+
+@functools.cache
+def tables(degree: int) -> Tables:
+    """The (cached) lookup tables of GF(2^degree)."""
+    return Tables(degree)
+
+
+# --------------------------------------------------------------------------------------------
+# bit-slicing: pack / unpack
+
+
+@_jit
+def _pack(b: np.ndarray, n_planes: int) -> np.ndarray:  # pragma: no cover - numba
+    """Bit-planes of ``b`` (k, n): ``out[k, r, w]`` bit ``s`` = bit ``r`` of ``b[k, 64 w + s]``."""
+    k, n = b.shape
+    n_words = (n + 63) >> 6
+    out = np.zeros((k, n_planes, n_words), dtype=np.uint64)
+    one = np.uint64(1)
+    for kk in range(k):
+        for j in range(n):
+            v = np.uint64(b[kk, j])
+            w = j >> 6
+            s = np.uint64(j & 63)
+            for r in range(n_planes):
+                out[kk, r, w] |= ((v >> np.uint64(r)) & one) << s
+    return out
+
+
+@_jit
+def _unpack(acc: np.ndarray, n: int, out: np.ndarray) -> None:  # pragma: no cover - numba
+    """Inverse of :func:`_pack` for ``acc`` (m, l, W) into ``out`` (m, n)."""
+    m, n_planes, _ = acc.shape
+    one = np.uint64(1)
+    for i in range(m):
+        for j in range(n):
+            w = j >> 6
+            s = np.uint64(j & 63)
+            v = np.uint64(0)
+            for p in range(n_planes):
+                v |= ((acc[i, p, w] >> s) & one) << np.uint64(p)
+            out[i, j] = v
+
+
+@_jit
+def _lowbit() -> np.ndarray:  # pragma: no cover - numba
+    """Index of the lowest set bit of 1..255 (entry 0 unused)."""
+    out = np.zeros(256, dtype=np.int64)
+    for idx in range(1, 256):
+        r = 0
+        while not (idx >> r) & 1:
+            r += 1
+        out[idx] = r
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# GF(2^8) kernels
+
+
+@_jit
+def _sliced8(
+    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
+) -> np.ndarray:  # pragma: no cover - numba
+    """Bit-plane accumulators (m, 8, W) of ``a @ b`` over GF(2^8); ``planes = _pack(b, 8)``."""
+    m, k = a.shape
+    n_words = planes.shape[2]
+    low = _lowbit()
+    acc = np.zeros((m, 8, n_words), dtype=np.uint64)
+    tab = np.empty((chunk, 256, n_words), dtype=np.uint64)
+    for k0 in range(0, k, chunk):
+        kc = min(chunk, k - k0)
+        for kk in range(kc):
+            for w in range(n_words):
+                tab[kk, 0, w] = 0
+            for idx in range(1, 256):
+                prev = idx & (idx - 1)
+                r = low[idx]
+                for w in range(n_words):
+                    tab[kk, idx, w] = tab[kk, prev, w] ^ planes[k0 + kk, r, w]
+        for i in range(m):
+            for kk in range(kc):
+                c = a[i, k0 + kk]
+                for p in range(8):
+                    t = rows[c, p]
+                    for w in range(n_words):
+                        acc[i, p, w] ^= tab[kk, t, w]
+    return acc
+
+
+@_jit
+def _direct8(a: np.ndarray, b: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """``a @ b`` over GF(2^8) by table rows: ``out[i, :] ^= MT[a[i, k]][b[k, :]]``."""
+    m, k = a.shape
+    n = b.shape[1]
+    out = np.zeros((m, n), dtype=np.uint8)
+    for i in range(m):
+        for kk in range(k):
+            c = a[i, kk]
+            if c == 0:
+                continue
+            row = mt[c]
+            for j in range(n):
+                out[i, j] ^= row[b[kk, j]]
+    return out
+
+
+@_jit
+def _matvec8(a: np.ndarray, x: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """``a @ x`` over GF(2^8) for a vector ``x``."""
+    m, k = a.shape
+    out = np.zeros(m, dtype=np.uint8)
+    for i in range(m):
+        s = np.uint8(0)
+        for kk in range(k):
+            s ^= mt[x[kk], a[i, kk]]
+        out[i] = s
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# GF(2^16) kernels
+
+
+@_jit
+def _sliced16(
+    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
+) -> np.ndarray:  # pragma: no cover - numba
+    """Bit-plane accumulators (m, 16, W) of ``a @ b`` over GF(2^16); ``planes = _pack(b, 16)``.
+
+    Each ``b[k, :]`` gets two 256-entry tables (planes 0-7 and 8-15); row ``p`` of ``M(c)`` is
+    ``rows[0, c & 255, p] ^ rows[1, c >> 8, p]``, its low byte indexes the first table and its
+    high byte the second.
+    """
+    m, k = a.shape
+    n_words = planes.shape[2]
+    low = _lowbit()
+    acc = np.zeros((m, 16, n_words), dtype=np.uint64)
+    tab = np.empty((chunk, 2, 256, n_words), dtype=np.uint64)
+    for k0 in range(0, k, chunk):
+        kc = min(chunk, k - k0)
+        for kk in range(kc):
+            for h in range(2):
+                for w in range(n_words):
+                    tab[kk, h, 0, w] = 0
+                for idx in range(1, 256):
+                    prev = idx & (idx - 1)
+                    r = low[idx] + 8 * h
+                    for w in range(n_words):
+                        tab[kk, h, idx, w] = tab[kk, h, prev, w] ^ planes[k0 + kk, r, w]
+        for i in range(m):
+            for kk in range(kc):
+                c = a[i, k0 + kk]
+                if c == 0:
+                    continue
+                lo = c & 255
+                hi = c >> 8
+                for p in range(16):
+                    t = rows[0, lo, p] ^ rows[1, hi, p]
+                    tl = t & 255
+                    th = t >> 8
+                    for w in range(n_words):
+                        acc[i, p, w] ^= tab[kk, 0, tl, w] ^ tab[kk, 1, th, w]
+    return acc
+
+
+@_jit
+def _direct16(
+    a: np.ndarray, b: np.ndarray, log: np.ndarray, exp: np.ndarray
+) -> np.ndarray:  # pragma: no cover - numba
+    """``a @ b`` over GF(2^16) by ``EXP[LOG[a] + LOG[b]]`` (zero-padded, branch-free)."""
+    m, k = a.shape
+    n = b.shape[1]
+    lb = np.empty((k, n), dtype=np.int32)
+    for kk in range(k):
+        for j in range(n):
+            lb[kk, j] = log[b[kk, j]]
+    out = np.zeros((m, n), dtype=np.uint16)
+    for i in range(m):
+        for kk in range(k):
+            c = a[i, kk]
+            if c == 0:
+                continue
+            la = log[c]
+            for j in range(n):
+                out[i, j] ^= exp[la + lb[kk, j]]
+    return out
+
+
+@_jit
+def _matvec16(
+    a: np.ndarray, x: np.ndarray, log: np.ndarray, exp: np.ndarray
+) -> np.ndarray:  # pragma: no cover - numba
+    """``a @ x`` over GF(2^16) for a vector ``x``."""
+    m, k = a.shape
+    lx = np.empty(k, dtype=np.int32)
+    for kk in range(k):
+        lx[kk] = log[x[kk]]
+    out = np.zeros(m, dtype=np.uint16)
+    for i in range(m):
+        s = np.uint16(0)
+        for kk in range(k):
+            s ^= exp[log[a[i, kk]] + lx[kk]]
+        out[i] = s
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# dispatch
+
+#: Relative per-operation costs used by :func:`_choose` (measured on x86-64 / AVX-512; only
+#: their ratios matter).  ``direct`` is per scalar multiply-add, ``word`` per uint64 table-row
+#: XOR in the sliced kernel, ``table`` per uint64 word of table building, ``pack`` per element
+#: packed or unpacked.
+_COST = {
+    8: {"direct": 1.0, "word": 0.35, "table": 0.5, "pack": 1.0, "lookups": 8, "entries": 256},
+    16: {"direct": 2.0, "word": 0.35, "table": 0.5, "pack": 2.0, "lookups": 32, "entries": 512},
+}
+
+
+def _chunk(n_words: int, degree: int) -> int:
+    """How many rows of ``b`` share the table buffer (kept around 128 KiB)."""
+    per_k = (256 if degree == 8 else 512) * n_words * 8
+    return int(max(1, min(64, (128 * 1024) // per_k)))
+
+
+def _choose(m: int, k: int, n: int, degree: int) -> str:
+    """Cheapest kernel for an (m, k) @ (k, n) product: "direct", "sliced" or "sliced_t"."""
+    c = _COST[degree]
+    direct = c["direct"] * m * k * n
+    w_n = (n + 63) // 64
+    w_m = (m + 63) // 64
+    sliced = (
+        c["word"] * c["lookups"] * m * k * w_n
+        + c["table"] * c["entries"] * k * w_n
+        + c["pack"] * (k * n + m * n)
+        + 2.0 * m * k
+    )
+    sliced_t = (
+        c["word"] * c["lookups"] * n * k * w_m
+        + c["table"] * c["entries"] * k * w_m
+        + c["pack"] * (k * m + m * n)
+        + 2.0 * n * k
+    )
+    best = min(direct, sliced, sliced_t)
+    if best == direct:
+        return "direct"
+    return "sliced" if best == sliced else "sliced_t"
+
+
+def _sliced(a: np.ndarray, b: np.ndarray, degree: int) -> np.ndarray:
+    """``a @ b`` (2-D, contiguous) by the bit-sliced kernel, packing ``b``'s columns."""
+    t = tables(degree)
+    n = b.shape[1]
+    planes = _pack(b, degree)
+    chunk = _chunk(planes.shape[2], degree)
+    if degree == 8:
+        acc = _sliced8(a, planes, t.rows[0], chunk)
+    else:
+        acc = _sliced16(a, planes, t.rows, chunk)
+    out = np.empty((a.shape[0], n), dtype=_DTYPES[degree])
+    _unpack(acc, n, out)
+    return out
+
+
+def _matmul2d(a: np.ndarray, b: np.ndarray, degree: int, kernel: str | None = None) -> np.ndarray:
+    """``a @ b`` for contiguous 2-D operands of the field dtype; ``kernel`` forces a kernel."""
+    m, k = a.shape
+    n = b.shape[1]
+    dtype = _DTYPES[degree]
+    if m == 0 or n == 0 or k == 0:
+        return np.zeros((m, n), dtype=dtype)
+    t = tables(degree)
+    if kernel is None:
+        kernel = _choose(m, k, n, degree)
+    if kernel == "direct":
+        if n == 1:
+            x = np.ascontiguousarray(b[:, 0])
+            if degree == 8:
+                return _matvec8(a, x, t.mul_table).reshape(m, 1)
+            return _matvec16(a, x, t.log, t.exp).reshape(m, 1)
+        if degree == 8:
+            return _direct8(a, b, t.mul_table)  # type: ignore[no-any-return]
+        return _direct16(a, b, t.log, t.exp)  # type: ignore[no-any-return]
+    if kernel == "sliced":
+        return _sliced(a, b, degree)
+    if kernel == "sliced_t":
+        out_t = _sliced(np.ascontiguousarray(b.T), np.ascontiguousarray(a.T), degree)
+        return np.ascontiguousarray(out_t.T)
+    raise ValueError(f"unknown kernel {kernel!r}")
+
+
+def _as_field(x: np.ndarray, degree: int, name: str) -> np.ndarray:
+    """``x`` as a contiguous array of the field's dtype, checking the values fit."""
+    dtype = _DTYPES[degree]
+    arr = np.asarray(x)
+    if arr.dtype != dtype:
+        if arr.dtype.kind not in "ui" and arr.size:
+            raise TypeError(f"{name}: expected an unsigned integer array, got {arr.dtype}")
+        if arr.size and (arr.min() < 0 or arr.max() >= (1 << degree)):
+            raise ValueError(f"{name}: values outside GF(2^{degree})")
+        arr = arr.astype(dtype)
+    return np.ascontiguousarray(arr)
+
+
+def gf_matmul(a: np.ndarray, b: np.ndarray, degree: int) -> np.ndarray:
+    """``a @ b`` over GF(2^degree); inputs and output are uint words.
+
+    ``degree`` is 8 (uint8 words) or 16 (uint16 words), with galois's default polynomials
+    (:data:`POLYS`).  Operands are 1-D or 2-D with numpy's ``matmul`` shape rules: (m, k) @ (k, n)
+    -> (m, n), (m, k) @ (k,) -> (m,), (k,) @ (k, n) -> (n,), (k,) @ (k,) -> 0-d.  Returns a plain
+    ``np.ndarray`` of the field's dtype.
+    """
+    if degree not in POLYS:
+        raise ValueError(f"GF(2^{degree}) is not supported; degree must be 8 or 16")
+    a = _as_field(a, degree, "a")
+    b = _as_field(b, degree, "b")
+    if a.ndim not in (1, 2) or b.ndim not in (1, 2):
+        raise ValueError(f"gf_matmul takes 1-D or 2-D operands, got {a.shape} @ {b.shape}")
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+    if a2.shape[1] != b2.shape[0]:
+        raise ValueError(f"matmul: mismatched inner dimensions {a.shape} @ {b.shape}")
+    out = _matmul2d(a2, b2, degree)
+    if a.ndim == 1 and b.ndim == 1:
+        return out.reshape(())
+    if a.ndim == 1:
+        return out.reshape(-1)
+    if b.ndim == 1:
+        return out.reshape(-1)
+    return out
+
+
+def gf_matvec(a: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
+    """``a @ x`` over GF(2^degree) for a 2-D ``a`` and a 1-D ``x`` (see :func:`gf_matmul`)."""
+    if np.ndim(a) != 2 or np.ndim(x) != 1:
+        raise ValueError("gf_matvec takes a 2-D matrix and a 1-D vector")
+    return gf_matmul(a, x, degree)
+
+
+def warm_up(degree: int) -> None:
+    """Build the tables and JIT-compile (or load from cache) every kernel of GF(2^degree)."""
+    dtype = _DTYPES[degree] if degree in _DTYPES else np.uint8
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 1 << degree, size=(3, 4), dtype=dtype)
+    b = rng.integers(0, 1 << degree, size=(4, 2), dtype=dtype)
+    for kernel in ("direct", "sliced", "sliced_t"):
+        _matmul2d(a, b, degree, kernel)
+    _matmul2d(a, b[:, :1].copy(), degree, "direct")

@@ -1,0 +1,50 @@
+"""An exception on one rank ends the whole job, with a message naming the rank.
+
+Without this an exception on one rank leaves the others blocked forever.  The
+guard prints ``mpi-coded: rank R (host) failed in phase P: Type: message`` on
+stderr and calls ``MPI.COMM_WORLD.Abort(1)``, which ends every rank.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from mpi4py import MPI
+
+
+class Phase:
+    """The phase a rank is in, for error messages (``setup``, ``step``, ...)."""
+
+    def __init__(self) -> None:
+        self.name = "start"
+        self.step: int | None = None
+
+    def set(self, name: str, step: int | None = None) -> None:
+        self.name, self.step = name, step
+
+    def __str__(self) -> str:
+        return self.name if self.step is None else f"{self.name} {self.step}"
+
+
+def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
+    """Run ``fn(phase)``; on any exception report it and abort the job."""
+    comm = comm or MPI.COMM_WORLD
+    phase = Phase()
+    try:
+        return fn(phase)
+    except BaseException as exc:  # noqa: BLE001 - every failure must end the job
+        if isinstance(exc, SystemExit) and exc.code in (0, None):
+            raise
+        rank = comm.Get_rank()
+        tb = traceback.format_exc(limit=-3)
+        sys.stderr.write(
+            f"mpi-coded: rank {rank} ({socket.gethostname()}) failed in phase {phase}: "
+            f"{type(exc).__name__}: {exc}\n")
+        sys.stderr.write(tb)
+        sys.stderr.flush()
+        comm.Abort(1)
+        raise  # pragma: no cover - Abort does not return

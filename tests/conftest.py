@@ -1,0 +1,64 @@
+"""Shared test helpers: launching mpiexec safely.
+
+Every MPI test runs ``mpiexec`` as a subprocess in its own process group with
+a timeout; on timeout the whole group is killed (killing only mpiexec leaves
+hydra proxies behind).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mpiexec_path() -> str | None:
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.exists():
+        return str(here)
+    return shutil.which("mpiexec")
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cmd(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> Run:
+    """Run ``cmd`` in a new session; kill its process group on timeout."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=full_env, cwd=cwd or ROOT)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"timed out after {timeout} s: {' '.join(cmd)}\n{out}\n{err}")
+    return Run(proc.returncode, out, err)
+
+
+def run_mpi(n: int, args: list[str], timeout: float = 120.0,
+            env: dict[str, str] | None = None) -> Run:
+    """``mpiexec -n n python -m mpi_coded ARGS`` with a hard timeout."""
+    exe = mpiexec_path()
+    if exe is None:
+        pytest.skip("no mpiexec on PATH: install the 'local' extra (the mpich wheel)")
+    return run_cmd([exe, "-n", str(n), sys.executable, "-m", "mpi_coded", *args], timeout, env)
+
+
+def run_cli(args: list[str], timeout: float = 60.0) -> Run:
+    """``python -m mpi_coded ARGS`` outside MPI."""
+    return run_cmd([sys.executable, "-m", "mpi_coded", *args], timeout)
