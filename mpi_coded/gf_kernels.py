@@ -116,37 +116,76 @@ def tables(degree: int) -> Tables:
 # --------------------------------------------------------------------------------------------
 # bit-slicing: pack / unpack
 
+_B = np.uint64(255)
+
+
+@_jit
+def _transpose8(x: np.uint64) -> np.uint64:  # pragma: no cover - numba
+    """Transpose an 8 x 8 bit matrix held in a word: bit ``8 i + j`` goes to bit ``8 j + i``."""
+    t = (x ^ (x >> np.uint64(7))) & np.uint64(0x00AA00AA00AA00AA)
+    x = x ^ t ^ (t << np.uint64(7))
+    t = (x ^ (x >> np.uint64(14))) & np.uint64(0x0000CCCC0000CCCC)
+    x = x ^ t ^ (t << np.uint64(14))
+    t = (x ^ (x >> np.uint64(28))) & np.uint64(0x00000000F0F0F0F0)
+    return x ^ t ^ (t << np.uint64(28))  # type: ignore[no-any-return]
+
 
 @_jit
 def _pack(b: np.ndarray, n_planes: int) -> np.ndarray:  # pragma: no cover - numba
-    """Bit-planes of ``b`` (k, n): ``out[k, r, w]`` bit ``s`` = bit ``r`` of ``b[k, 64 w + s]``."""
+    """Bit-planes of ``b`` (k, n): bit ``s`` of ``out[k, r, w]`` is bit ``r`` of ``b[k, 64 w + s]``.
+
+    Eight columns at a time: their low (and high) bytes form an 8 x 8 bit matrix whose transpose
+    holds one byte of each bit-plane.
+    """
     k, n = b.shape
     n_words = (n + 63) >> 6
     out = np.zeros((k, n_planes, n_words), dtype=np.uint64)
-    one = np.uint64(1)
     for kk in range(k):
-        for j in range(n):
-            v = np.uint64(b[kk, j])
-            w = j >> 6
-            s = np.uint64(j & 63)
-            for r in range(n_planes):
-                out[kk, r, w] |= ((v >> np.uint64(r)) & one) << s
+        for g in range((n + 7) >> 3):
+            j0 = g * 8
+            lo = np.uint64(0)
+            hi = np.uint64(0)
+            for s in range(min(8, n - j0)):
+                v = np.uint64(b[kk, j0 + s])
+                lo |= (v & _B) << np.uint64(8 * s)
+                hi |= (v >> np.uint64(8)) << np.uint64(8 * s)
+            w = g >> 3
+            shift = np.uint64(8 * (g & 7))
+            y = _transpose8(lo)
+            for r in range(8):
+                out[kk, r, w] |= ((y >> np.uint64(8 * r)) & _B) << shift
+            if n_planes == 16:
+                y = _transpose8(hi)
+                for r in range(8):
+                    out[kk, 8 + r, w] |= ((y >> np.uint64(8 * r)) & _B) << shift
     return out
 
 
 @_jit
-def _unpack(acc: np.ndarray, n: int, out: np.ndarray) -> None:  # pragma: no cover - numba
-    """Inverse of :func:`_pack` for ``acc`` (m, l, W) into ``out`` (m, n)."""
+def _unpack(acc: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
+    """Inverse of :func:`_pack`: bit-planes ``acc`` (m, l, W) into the words ``out`` (m, n)."""
     m, n_planes, _ = acc.shape
-    one = np.uint64(1)
+    n = out.shape[1]
     for i in range(m):
-        for j in range(n):
-            w = j >> 6
-            s = np.uint64(j & 63)
-            v = np.uint64(0)
-            for p in range(n_planes):
-                v |= ((acc[i, p, w] >> s) & one) << np.uint64(p)
-            out[i, j] = v
+        for g in range((n + 7) >> 3):
+            j0 = g * 8
+            w = g >> 3
+            shift = np.uint64(8 * (g & 7))
+            lo = np.uint64(0)
+            hi = np.uint64(0)
+            for p in range(8):
+                lo |= ((acc[i, p, w] >> shift) & _B) << np.uint64(8 * p)
+            y = _transpose8(lo)
+            if n_planes == 16:
+                for p in range(8):
+                    hi |= ((acc[i, 8 + p, w] >> shift) & _B) << np.uint64(8 * p)
+                z = _transpose8(hi)
+                for s in range(min(8, n - j0)):
+                    sh = np.uint64(8 * s)
+                    out[i, j0 + s] = ((y >> sh) & _B) | (((z >> sh) & _B) << np.uint64(8))
+            else:
+                for s in range(min(8, n - j0)):
+                    out[i, j0 + s] = (y >> np.uint64(8 * s)) & _B
 
 
 @_jit
@@ -161,37 +200,173 @@ def _lowbit() -> np.ndarray:  # pragma: no cover - numba
     return out
 
 
+@_jit
+def _build(
+    planes: np.ndarray, k0: int, kc: int, tab: np.ndarray, low: np.ndarray
+) -> None:  # pragma: no cover - numba
+    """Four Russians tables for rows ``k0 .. k0 + kc`` of ``b``.
+
+    ``tab[kk, h, idx]`` is the XOR of the bit-planes ``8 h + r`` of ``b[k0 + kk]`` over the set
+    bits ``r`` of ``idx``; each entry is one XOR away from the entry without its lowest bit.
+    """
+    n_words = planes.shape[2]
+    for kk in range(kc):
+        for h in range(tab.shape[1]):
+            for w in range(n_words):
+                tab[kk, h, 0, w] = 0
+            for idx in range(1, 256):
+                prev = idx & (idx - 1)
+                r = low[idx] + 8 * h
+                for w in range(n_words):
+                    tab[kk, h, idx, w] = tab[kk, h, prev, w] ^ planes[k0 + kk, r, w]
+
+
 # --------------------------------------------------------------------------------------------
 # GF(2^8) kernels
+#
+# The sliced kernels share one contract: ``a`` (m, k) uint8, ``planes = _pack(b, 8)`` (k, 8, W),
+# ``rows`` (256, 8) the rows of M(c); they return the bit-planes (m, 8, W) of ``a @ b``.  For one
+# or two words per row, the accumulators live in registers (spelled out by hand: numba cannot
+# keep a small array in registers); wider rows go through memory with vectorised word loops.
 
 
 @_jit
-def _sliced8(
+def _sliced8_w1(
     a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
 ) -> np.ndarray:  # pragma: no cover - numba
-    """Bit-plane accumulators (m, 8, W) of ``a @ b`` over GF(2^8); ``planes = _pack(b, 8)``."""
+    """Sliced GF(2^8) product for ``W == 1`` (n <= 64)."""
+    m, k = a.shape
+    low = _lowbit()
+    acc = np.zeros((m, 8, 1), dtype=np.uint64)
+    tab = np.empty((chunk, 1, 256, 1), dtype=np.uint64)
+    for k0 in range(0, k, chunk):
+        kc = min(chunk, k - k0)
+        _build(planes, k0, kc, tab, low)
+        for i in range(m):
+            x0 = acc[i, 0, 0]
+            x1 = acc[i, 1, 0]
+            x2 = acc[i, 2, 0]
+            x3 = acc[i, 3, 0]
+            x4 = acc[i, 4, 0]
+            x5 = acc[i, 5, 0]
+            x6 = acc[i, 6, 0]
+            x7 = acc[i, 7, 0]
+            for kk in range(kc):
+                r = rows[a[i, k0 + kk]]
+                t = tab[kk, 0]
+                x0 ^= t[r[0], 0]
+                x1 ^= t[r[1], 0]
+                x2 ^= t[r[2], 0]
+                x3 ^= t[r[3], 0]
+                x4 ^= t[r[4], 0]
+                x5 ^= t[r[5], 0]
+                x6 ^= t[r[6], 0]
+                x7 ^= t[r[7], 0]
+            acc[i, 0, 0] = x0
+            acc[i, 1, 0] = x1
+            acc[i, 2, 0] = x2
+            acc[i, 3, 0] = x3
+            acc[i, 4, 0] = x4
+            acc[i, 5, 0] = x5
+            acc[i, 6, 0] = x6
+            acc[i, 7, 0] = x7
+    return acc
+
+
+@_jit
+def _sliced8_w2(
+    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
+) -> np.ndarray:  # pragma: no cover - numba
+    """Sliced GF(2^8) product for ``W == 2`` (64 < n <= 128)."""
+    m, k = a.shape
+    low = _lowbit()
+    acc = np.zeros((m, 8, 2), dtype=np.uint64)
+    tab = np.empty((chunk, 1, 256, 2), dtype=np.uint64)
+    for k0 in range(0, k, chunk):
+        kc = min(chunk, k - k0)
+        _build(planes, k0, kc, tab, low)
+        for i in range(m):
+            x0 = acc[i, 0, 0]
+            y0 = acc[i, 0, 1]
+            x1 = acc[i, 1, 0]
+            y1 = acc[i, 1, 1]
+            x2 = acc[i, 2, 0]
+            y2 = acc[i, 2, 1]
+            x3 = acc[i, 3, 0]
+            y3 = acc[i, 3, 1]
+            x4 = acc[i, 4, 0]
+            y4 = acc[i, 4, 1]
+            x5 = acc[i, 5, 0]
+            y5 = acc[i, 5, 1]
+            x6 = acc[i, 6, 0]
+            y6 = acc[i, 6, 1]
+            x7 = acc[i, 7, 0]
+            y7 = acc[i, 7, 1]
+            for kk in range(kc):
+                c = a[i, k0 + kk]
+                t = rows[c, 0]
+                x0 ^= tab[kk, 0, t, 0]
+                y0 ^= tab[kk, 0, t, 1]
+                t = rows[c, 1]
+                x1 ^= tab[kk, 0, t, 0]
+                y1 ^= tab[kk, 0, t, 1]
+                t = rows[c, 2]
+                x2 ^= tab[kk, 0, t, 0]
+                y2 ^= tab[kk, 0, t, 1]
+                t = rows[c, 3]
+                x3 ^= tab[kk, 0, t, 0]
+                y3 ^= tab[kk, 0, t, 1]
+                t = rows[c, 4]
+                x4 ^= tab[kk, 0, t, 0]
+                y4 ^= tab[kk, 0, t, 1]
+                t = rows[c, 5]
+                x5 ^= tab[kk, 0, t, 0]
+                y5 ^= tab[kk, 0, t, 1]
+                t = rows[c, 6]
+                x6 ^= tab[kk, 0, t, 0]
+                y6 ^= tab[kk, 0, t, 1]
+                t = rows[c, 7]
+                x7 ^= tab[kk, 0, t, 0]
+                y7 ^= tab[kk, 0, t, 1]
+            acc[i, 0, 0] = x0
+            acc[i, 0, 1] = y0
+            acc[i, 1, 0] = x1
+            acc[i, 1, 1] = y1
+            acc[i, 2, 0] = x2
+            acc[i, 2, 1] = y2
+            acc[i, 3, 0] = x3
+            acc[i, 3, 1] = y3
+            acc[i, 4, 0] = x4
+            acc[i, 4, 1] = y4
+            acc[i, 5, 0] = x5
+            acc[i, 5, 1] = y5
+            acc[i, 6, 0] = x6
+            acc[i, 6, 1] = y6
+            acc[i, 7, 0] = x7
+            acc[i, 7, 1] = y7
+    return acc
+
+
+@_jit
+def _sliced8_wide(
+    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
+) -> np.ndarray:  # pragma: no cover - numba
+    """Sliced GF(2^8) product for any ``W`` (vectorised word loop; best for W >= 4)."""
     m, k = a.shape
     n_words = planes.shape[2]
     low = _lowbit()
     acc = np.zeros((m, 8, n_words), dtype=np.uint64)
-    tab = np.empty((chunk, 256, n_words), dtype=np.uint64)
+    tab = np.empty((chunk, 1, 256, n_words), dtype=np.uint64)
     for k0 in range(0, k, chunk):
         kc = min(chunk, k - k0)
-        for kk in range(kc):
-            for w in range(n_words):
-                tab[kk, 0, w] = 0
-            for idx in range(1, 256):
-                prev = idx & (idx - 1)
-                r = low[idx]
-                for w in range(n_words):
-                    tab[kk, idx, w] = tab[kk, prev, w] ^ planes[k0 + kk, r, w]
+        _build(planes, k0, kc, tab, low)
         for i in range(m):
             for kk in range(kc):
                 c = a[i, k0 + kk]
                 for p in range(8):
                     t = rows[c, p]
                     for w in range(n_words):
-                        acc[i, p, w] ^= tab[kk, t, w]
+                        acc[i, p, w] ^= tab[kk, 0, t, w]
     return acc
 
 
@@ -227,18 +402,165 @@ def _matvec8(a: np.ndarray, x: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pra
 
 # --------------------------------------------------------------------------------------------
 # GF(2^16) kernels
+#
+# Same contract with ``planes = _pack(b, 16)`` (k, 16, W) and ``rows`` (2, 256, 16): row ``p`` of
+# M(c) is ``rows[0, c & 255, p] ^ rows[1, c >> 8, p]``; its low byte indexes the table of planes
+# 0-7, its high byte the table of planes 8-15.  The register kernels do planes 0-7, then 8-15.
 
 
 @_jit
-def _sliced16(
+def _sliced16_w1(
     a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
 ) -> np.ndarray:  # pragma: no cover - numba
-    """Bit-plane accumulators (m, 16, W) of ``a @ b`` over GF(2^16); ``planes = _pack(b, 16)``.
+    """Sliced GF(2^16) product for ``W == 1`` (n <= 64)."""
+    m, k = a.shape
+    low = _lowbit()
+    acc = np.zeros((m, 16, 1), dtype=np.uint64)
+    tab = np.empty((chunk, 2, 256, 1), dtype=np.uint64)
+    for k0 in range(0, k, chunk):
+        kc = min(chunk, k - k0)
+        _build(planes, k0, kc, tab, low)
+        for i in range(m):
+            for q in range(0, 16, 8):
+                x0 = acc[i, q, 0]
+                x1 = acc[i, q + 1, 0]
+                x2 = acc[i, q + 2, 0]
+                x3 = acc[i, q + 3, 0]
+                x4 = acc[i, q + 4, 0]
+                x5 = acc[i, q + 5, 0]
+                x6 = acc[i, q + 6, 0]
+                x7 = acc[i, q + 7, 0]
+                for kk in range(kc):
+                    c = a[i, k0 + kk]
+                    ra = rows[0, c & 255]
+                    rb = rows[1, c >> 8]
+                    tl = tab[kk, 0]
+                    th = tab[kk, 1]
+                    t = ra[q] ^ rb[q]
+                    x0 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    t = ra[q + 1] ^ rb[q + 1]
+                    x1 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    t = ra[q + 2] ^ rb[q + 2]
+                    x2 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    t = ra[q + 3] ^ rb[q + 3]
+                    x3 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    t = ra[q + 4] ^ rb[q + 4]
+                    x4 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    t = ra[q + 5] ^ rb[q + 5]
+                    x5 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    t = ra[q + 6] ^ rb[q + 6]
+                    x6 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    t = ra[q + 7] ^ rb[q + 7]
+                    x7 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                acc[i, q, 0] = x0
+                acc[i, q + 1, 0] = x1
+                acc[i, q + 2, 0] = x2
+                acc[i, q + 3, 0] = x3
+                acc[i, q + 4, 0] = x4
+                acc[i, q + 5, 0] = x5
+                acc[i, q + 6, 0] = x6
+                acc[i, q + 7, 0] = x7
+    return acc
 
-    Each ``b[k, :]`` gets two 256-entry tables (planes 0-7 and 8-15); row ``p`` of ``M(c)`` is
-    ``rows[0, c & 255, p] ^ rows[1, c >> 8, p]``, its low byte indexes the first table and its
-    high byte the second.
-    """
+
+@_jit
+def _sliced16_w2(
+    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
+) -> np.ndarray:  # pragma: no cover - numba
+    """Sliced GF(2^16) product for ``W == 2`` (64 < n <= 128)."""
+    m, k = a.shape
+    low = _lowbit()
+    acc = np.zeros((m, 16, 2), dtype=np.uint64)
+    tab = np.empty((chunk, 2, 256, 2), dtype=np.uint64)
+    for k0 in range(0, k, chunk):
+        kc = min(chunk, k - k0)
+        _build(planes, k0, kc, tab, low)
+        for i in range(m):
+            for q in range(0, 16, 8):
+                x0 = acc[i, q, 0]
+                y0 = acc[i, q, 1]
+                x1 = acc[i, q + 1, 0]
+                y1 = acc[i, q + 1, 1]
+                x2 = acc[i, q + 2, 0]
+                y2 = acc[i, q + 2, 1]
+                x3 = acc[i, q + 3, 0]
+                y3 = acc[i, q + 3, 1]
+                x4 = acc[i, q + 4, 0]
+                y4 = acc[i, q + 4, 1]
+                x5 = acc[i, q + 5, 0]
+                y5 = acc[i, q + 5, 1]
+                x6 = acc[i, q + 6, 0]
+                y6 = acc[i, q + 6, 1]
+                x7 = acc[i, q + 7, 0]
+                y7 = acc[i, q + 7, 1]
+                for kk in range(kc):
+                    c = a[i, k0 + kk]
+                    ra = rows[0, c & 255]
+                    rb = rows[1, c >> 8]
+                    t = ra[q] ^ rb[q]
+                    u = t & 255
+                    v = t >> 8
+                    x0 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y0 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    t = ra[q + 1] ^ rb[q + 1]
+                    u = t & 255
+                    v = t >> 8
+                    x1 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y1 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    t = ra[q + 2] ^ rb[q + 2]
+                    u = t & 255
+                    v = t >> 8
+                    x2 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y2 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    t = ra[q + 3] ^ rb[q + 3]
+                    u = t & 255
+                    v = t >> 8
+                    x3 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y3 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    t = ra[q + 4] ^ rb[q + 4]
+                    u = t & 255
+                    v = t >> 8
+                    x4 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y4 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    t = ra[q + 5] ^ rb[q + 5]
+                    u = t & 255
+                    v = t >> 8
+                    x5 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y5 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    t = ra[q + 6] ^ rb[q + 6]
+                    u = t & 255
+                    v = t >> 8
+                    x6 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y6 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    t = ra[q + 7] ^ rb[q + 7]
+                    u = t & 255
+                    v = t >> 8
+                    x7 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                    y7 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                acc[i, q, 0] = x0
+                acc[i, q, 1] = y0
+                acc[i, q + 1, 0] = x1
+                acc[i, q + 1, 1] = y1
+                acc[i, q + 2, 0] = x2
+                acc[i, q + 2, 1] = y2
+                acc[i, q + 3, 0] = x3
+                acc[i, q + 3, 1] = y3
+                acc[i, q + 4, 0] = x4
+                acc[i, q + 4, 1] = y4
+                acc[i, q + 5, 0] = x5
+                acc[i, q + 5, 1] = y5
+                acc[i, q + 6, 0] = x6
+                acc[i, q + 6, 1] = y6
+                acc[i, q + 7, 0] = x7
+                acc[i, q + 7, 1] = y7
+    return acc
+
+
+@_jit
+def _sliced16_wide(
+    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
+) -> np.ndarray:  # pragma: no cover - numba
+    """Sliced GF(2^16) product for any ``W`` (vectorised word loop; best for W >= 4)."""
     m, k = a.shape
     n_words = planes.shape[2]
     low = _lowbit()
@@ -246,28 +568,20 @@ def _sliced16(
     tab = np.empty((chunk, 2, 256, n_words), dtype=np.uint64)
     for k0 in range(0, k, chunk):
         kc = min(chunk, k - k0)
-        for kk in range(kc):
-            for h in range(2):
-                for w in range(n_words):
-                    tab[kk, h, 0, w] = 0
-                for idx in range(1, 256):
-                    prev = idx & (idx - 1)
-                    r = low[idx] + 8 * h
-                    for w in range(n_words):
-                        tab[kk, h, idx, w] = tab[kk, h, prev, w] ^ planes[k0 + kk, r, w]
+        _build(planes, k0, kc, tab, low)
         for i in range(m):
             for kk in range(kc):
                 c = a[i, k0 + kk]
                 if c == 0:
                     continue
-                lo = c & 255
-                hi = c >> 8
+                ra = rows[0, c & 255]
+                rb = rows[1, c >> 8]
                 for p in range(16):
-                    t = rows[0, lo, p] ^ rows[1, hi, p]
-                    tl = t & 255
-                    th = t >> 8
+                    t = ra[p] ^ rb[p]
+                    u = t & 255
+                    v = t >> 8
                     for w in range(n_words):
-                        acc[i, p, w] ^= tab[kk, 0, tl, w] ^ tab[kk, 1, th, w]
+                        acc[i, p, w] ^= tab[kk, 0, u, w] ^ tab[kk, 1, v, w]
     return acc
 
 
@@ -355,18 +669,23 @@ def _choose(m: int, k: int, n: int, degree: int) -> str:
     return "sliced" if best == sliced else "sliced_t"
 
 
-def _sliced(a: np.ndarray, b: np.ndarray, degree: int) -> np.ndarray:
+_SLICED = {
+    8: {1: _sliced8_w1, 2: _sliced8_w2, 0: _sliced8_wide},
+    16: {1: _sliced16_w1, 2: _sliced16_w2, 0: _sliced16_wide},
+}
+
+
+def _sliced(a: np.ndarray, b: np.ndarray, degree: int, chunk: int | None = None) -> np.ndarray:
     """``a @ b`` (2-D, contiguous) by the bit-sliced kernel, packing ``b``'s columns."""
     t = tables(degree)
-    n = b.shape[1]
     planes = _pack(b, degree)
-    chunk = _chunk(planes.shape[2], degree)
-    if degree == 8:
-        acc = _sliced8(a, planes, t.rows[0], chunk)
-    else:
-        acc = _sliced16(a, planes, t.rows, chunk)
-    out = np.empty((a.shape[0], n), dtype=_DTYPES[degree])
-    _unpack(acc, n, out)
+    n_words = planes.shape[2]
+    kernels = _SLICED[degree]
+    kernel = kernels.get(n_words, kernels[0])
+    rows = t.rows[0] if degree == 8 else t.rows
+    acc = kernel(a, planes, rows, _chunk(n_words, degree) if chunk is None else chunk)
+    out = np.empty((a.shape[0], b.shape[1]), dtype=_DTYPES[degree])
+    _unpack(acc, out)
     return out
 
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpi_coded.codes.mds import DecoderCache, systematic_mds
 from mpi_coded.coded.params import CodedParams
+from mpi_coded.codes.mds import DecoderCache, systematic_mds
 from mpi_coded.fields import Field, get_field
 
 

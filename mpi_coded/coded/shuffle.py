@@ -33,11 +33,12 @@ when ``j`` divides ``v``; otherwise it exceeds it by the padding,
 Unicast: after the multicasts reducer ``k`` knows, for its outputs, every row of
 the batches it stores or received; partition ``t`` still lacks
 ``max(0, k_t - known_t)`` values (``k_t = m`` for unified, ``m/T`` for bdc,
-``q`` per sc stripe, all ``m`` rows for uc/cmr).  The missing rows are taken batch by batch from batches held by some
-finisher (``Q`` then ``extra``), in slot order inside a batch, visiting batches
-cyclically from batch ``floor(i C(K, p) / q_eff)`` for reducer ``Q[i]`` (this
-spreads the senders); each batch's rows come from one holder, the one with the
-fewest unicast values so far (ties: earliest finisher).
+``q`` per sc stripe, all ``m`` rows for uc/cmr).  The missing rows are taken
+batch by batch from batches held by some finisher (``Q`` then ``extra``), in
+slot order inside a batch, visiting batches cyclically from batch
+``floor(i C(K, p) / q_eff)`` for reducer ``Q[i]`` (this spreads the senders);
+each batch's rows come from one holder, the one with the fewest unicast values
+so far (ties: earliest finisher).
 
 Strategy: uc, cmr, sc and unified use the analytic strategy of
 :func:`mpi_coded.coded.loads.scheme_load`; bdc builds both and keeps the one
@@ -394,9 +395,9 @@ def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
     unicasts: list[Unicast] = []
     for k in Q:
         for s in finishers:
-            blocks = unicast_blocks.get((s, k))
-            if blocks:
-                unicasts.append(Unicast(s, k, tuple(blocks), sum(b.size for b in blocks)))
+            ublocks = unicast_blocks.get((s, k))
+            if ublocks:
+                unicasts.append(Unicast(s, k, tuple(ublocks), sum(b.size for b in ublocks)))
     return ShufflePlan(
         scheme=params.scheme, K=params.K, q=q, m=params.m, N=N, Q=Q, extra=extra,
         s_q=ul.s_q, strategy=strategy, levels=levels, reducers=tuple(reducers),

@@ -26,7 +26,7 @@ from mpi_coded.fields import Field, get_field
 from mpi_coded.results import ResultsWriter, run_context
 from mpi_coded.runtime import protocol as P
 from mpi_coded.runtime.guard import Phase
-from mpi_coded.runtime.wait import deadline_in, wait_all
+from mpi_coded.runtime.wait import ACTIVE_MAX_SLEEP, deadline_in, wait_all
 
 REAL_TOLERANCE = 1e-8
 
@@ -140,7 +140,7 @@ def master_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, out: str | None) -
         for n in preempted:
             reqs += P.isend(comm, n, P.Kind.IDLE, t)
         got = P.gather(comm, plan.available, {P.Kind.RESULT}, t, deadline=deadline,
-                       what=f"step {t} results")
+                       what=f"step {t} results", max_sleep=ACTIVE_MAX_SLEEP)
         meta = P.gather(comm, plan.available, {P.Kind.META}, t, deadline=deadline,
                         what=f"step {t} timings")
         wait_all(reqs, deadline, f"step {t} orders to be delivered")

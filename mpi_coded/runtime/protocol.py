@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from mpi_coded.runtime.wait import wait, wait_all
+from mpi_coded.runtime.wait import MAX_SLEEP, poll_until, wait, wait_all
 
 MAGIC = 0x4D5043  # "MPC"
 HEADER_WORDS = 8
@@ -156,10 +156,9 @@ def recv(comm: MPI.Comm, source: int, expect: Collection[Kind], step: int | None
 
 
 def gather(comm: MPI.Comm, sources: Collection[int], expect: Collection[Kind], step: int, *,
-           deadline: float, what: str) -> dict[int, tuple[Header, np.ndarray | None]]:
+           deadline: float, what: str,
+           max_sleep: float = MAX_SLEEP) -> dict[int, tuple[Header, np.ndarray | None]]:
     """Receive one message from each of ``sources``, in whatever order they come."""
-    from mpi_coded.runtime.wait import poll_until
-
     pending = {s: post_header(comm, s) for s in sources}
     out: dict[int, tuple[Header, np.ndarray | None]] = {}
 
@@ -173,7 +172,7 @@ def gather(comm: MPI.Comm, sources: Collection[int], expect: Collection[Kind], s
         return not pending
 
     try:
-        poll_until(test, deadline, f"{what} from ranks {sorted(pending)}")
+        poll_until(test, deadline, f"{what} from ranks {sorted(pending)}", max_sleep)
     except BaseException:
         for req, _ in pending.values():
             req.Cancel()

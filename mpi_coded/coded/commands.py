@@ -1,0 +1,68 @@
+"""``mpi-coded load``: the analytic communication load (pure, no MPI; SPEC B.3).
+
+Hook-up (in :func:`mpi_coded.cli.build_parser`)::
+
+    from mpi_coded.coded import commands as coded_commands
+    coded_commands.register_load(sub)
+
+where ``sub`` is the top-level subparsers object (created with
+``parser_class=OneLineParser``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from mpi_coded.coded.loads import scheme_load
+from mpi_coded.coded.params import check_model
+
+LOAD_SCHEMES = ("uc", "cmr", "sc", "unified")
+
+
+def load_result(scheme: str, K: int, q: int, mu: Any) -> dict[str, Any]:
+    """The ``load --json`` object: scheme, K, q, mu (string), s_q, strategy, load, load_exact.
+
+    ``K, q, mu`` are echoed as given (the reference parameters); ``s_q`` and
+    ``strategy`` are those of the unified formula at the scheme's effective
+    parameters (uc: ``q = K, mu = 1/K``; cmr: ``q = K, mu = mu q / K``;
+    sc: ``mu = 1/q``).
+    """
+    mu_f = check_model(scheme, K, q, mu)
+    res = scheme_load(scheme, K, q, mu_f)
+    return {
+        "scheme": scheme,
+        "K": K,
+        "q": q,
+        "mu": str(mu_f),
+        "s_q": res.s_q,
+        "strategy": res.strategy,
+        "load": float(res.load),
+        "load_exact": str(res.load),
+    }
+
+
+def _run_load(args: argparse.Namespace) -> int:
+    out = load_result(args.scheme, args.K, args.q, args.mu)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{out['scheme']}: K={out['K']} q={out['q']} mu={out['mu']} "
+              f"s_q={out['s_q']} strategy={out['strategy']} "
+              f"load={out['load_exact']} ({out['load']:.6f})")
+    return 0
+
+
+def register_load(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``load`` subcommand to ``subparsers`` (its parser class is used)."""
+    p = subparsers.add_parser(
+        "load", help="analytic shuffle load of uc, cmr, sc, unified (pure, no MPI)",
+        description="Communication load L(q) of SPEC B.3, exact and as a float.")
+    p.add_argument("--scheme", required=True, choices=LOAD_SCHEMES)
+    p.add_argument("--K", type=int, required=True, help="number of servers")
+    p.add_argument("--q", type=int, required=True, help="servers the map phase waits for")
+    p.add_argument("--mu", required=True, help="stored fraction, e.g. 1/2 (mu q integer)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run_load)
+    return p

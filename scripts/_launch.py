@@ -1,0 +1,43 @@
+"""Shared by the benchmark scripts: launch ``mpiexec`` safely and read results."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mpiexec() -> str:
+    here = Path(sys.executable).parent / "mpiexec"
+    found = str(here) if here.exists() else shutil.which("mpiexec")
+    if not found:
+        raise SystemExit("no mpiexec: install the 'local' extra (the mpich wheel)")
+    return found
+
+
+def run_mpi(n: int, args: list[str], timeout: float = 600.0) -> None:
+    """``mpiexec -n n python -m mpi_coded ARGS`` in its own process group, with a timeout."""
+    cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "mpi_coded", *args]
+    proc = subprocess.Popen(cmd, start_new_session=True, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise SystemExit(f"timed out: {' '.join(cmd)}") from None
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
