@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     from mpi_coded.cec import commands as cec_commands
+    from mpi_coded.coded import commands as coded_commands
+
+    coded_commands.register_load(sub)
 
     plan = sub.add_parser("plan", help="print a plan (pure, no MPI)")
     plan_sub = plan.add_subparsers(dest="plan_kind", required=True, parser_class=OneLineParser)

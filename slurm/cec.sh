@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The elastic job (`mpi-coded run cec`) as a SLURM batch job.
+#
+#   mkdir -p results/slurm && sbatch slurm/cec.sh                 # the seed example, 7 ranks
+#   CEC_CONFIG=configs/random_preemption.toml sbatch --ntasks=16 slurm/cec.sh
+#   LAUNCHER=mpiexec CEC_ARGS="--policy cyclic --t-row 0.002" sbatch slurm/cec.sh
+#
+# --ntasks must be N + 1 of the config (the seed example: N = 6, so 7).
+# Environment: see slurm/common.sh (MPI_CODED_PYTHON, LAUNCHER, RESULTS_DIR, ...) and
+#   CEC_CONFIG   a TOML config (default: the seed's example)
+#   CEC_ARGS     more `mpi-coded run cec` flags, split on spaces (--field, --policy, --t-row,
+#                --seed, --timeout)
+#   OUT          the JSON-lines file (default: $RESULTS_DIR/cec-$SLURM_JOB_ID.jsonl)
+#
+#SBATCH --job-name=mpi-coded-cec
+#SBATCH --ntasks=7
+#SBATCH --time=00:10:00
+#SBATCH --output=results/slurm/%x-%j.out
+
+set -euo pipefail
+# shellcheck source=slurm/common.sh
+source "${MPI_CODED_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}/slurm/common.sh"
+
+OUT=${OUT:-$RESULTS_DIR/cec-$JOB_TAG.jsonl}
+read -r -a EXTRA <<< "${CEC_ARGS:-}"
+ARGS=(run cec --out "$OUT")
+if [ -n "${CEC_CONFIG:-}" ]; then
+    ARGS+=(--config "$CEC_CONFIG")
+fi
+ARGS+=("${EXTRA[@]}")
+
+job_header
+launch "${ARGS[@]}"
+"$PY" "$ROOT/scripts/check_results.py" "$OUT"
