@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a job under mpiexec")
     run_sub = run.add_subparsers(dest="run_kind", required=True, parser_class=OneLineParser)
     cec_commands.register_run(run_sub)
+    coded_commands.register_run(run_sub)
 
     return parser
 

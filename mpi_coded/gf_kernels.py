@@ -1,35 +1,35 @@
 """Matrix products over GF(2^8) and GF(2^16) on plain unsigned-integer arrays.
 
-Elements are uint8 (GF(2^8)) or uint16 (GF(2^16)) words, in the polynomial basis of galois's
-default irreducible polynomial (0x11d and 0x1002d).  Three numba kernels, picked per shape by a
-small cost model (:func:`_choose`):
+Elements are uint8 (GF(2^8)) or uint16 (GF(2^16)) words in the polynomial basis of galois's
+default irreducible polynomials, 0x11d and 0x1002d (:data:`POLYS`).  :func:`gf_matmul` picks one
+of three numba kernels per shape with a small measured cost model (:func:`_choose`):
 
 ``sliced``
-    Bit-sliced (Four Russians) product.  Multiplication by a fixed ``c`` is a GF(2)-linear map,
-    an ``l x l`` bit matrix ``M(c)``; so bit-plane ``p`` of ``c * b[k, :]`` is the XOR of those
+    Bit-sliced product with Four Russians tables.  Multiplying by a fixed ``c`` is GF(2)-linear,
+    an ``l x l`` bit matrix ``M(c)``: bit-plane ``p`` of ``c * b[k, :]`` is the XOR of the
     bit-planes ``r`` of ``b[k, :]`` for which row ``p`` of ``M(c)`` has bit ``r`` set.  ``b``'s
-    rows are packed 64 columns to a uint64 word, per bit-plane; for each ``k`` a table holds all
-    256 XOR combinations of 8 planes, and ``out[i, :] ^= a[i, k] * b[k, :]`` costs ``l`` (GF(2^8))
-    or ``2 l`` (GF(2^16)) table rows of ``ceil(n / 64)`` words instead of ``n`` scalar
-    multiplications.  When ``a`` is the wider side the product is computed transposed,
-    ``(b^T a^T)^T``, so the packed dimension is always the wide one.
+    rows are packed 64 columns to a uint64 word per bit-plane, and for each ``k`` a table holds
+    all 256 XOR combinations of 8 planes; ``out[i, :] ^= a[i, k] * b[k, :]`` then costs ``l``
+    (GF(2^8)) or ``2 l`` (GF(2^16)) table rows of ``ceil(n / 64)`` words instead of ``n`` scalar
+    products.  Rows of one or two words keep their accumulators in registers; wider rows use a
+    vectorised word loop.  ``sliced_t`` is the same on ``(b^T a^T)^T``, packing ``a``'s rows
+    instead, when ``m`` is the wider side (e.g. map products with few output columns).
 ``direct``
-    Scalar table products, vectorised along ``b``'s rows: the row ``MT[a[i, k]]`` of a 256 x 256
+    Scalar table products along ``b``'s rows: the row ``MT[a[i, k]]`` of the 256 x 256
     multiplication table gathered at ``b[k, :]`` for GF(2^8); ``EXP[LOG[a] + LOG[b]]`` with a
-    zero-padded ``EXP`` (no branch for zeros) for GF(2^16).  Used when both ``m`` and ``n`` are
-    narrow.
-``matvec``
-    The ``direct`` kernel specialised to one output column.
+    zero-padded ``EXP`` (branch-free zeros) for GF(2^16).  Best when both ``m`` and ``n`` are
+    small, and for matrix-vector products (a specialised one-column kernel).
 
-All kernels are compiled with ``nogil`` and no ``parallel`` threads (MPI ranks already fill the
-cores); they are cached on disk when numba can find a writable cache directory.
+Kernels are compiled ``nogil`` without ``parallel`` threads (MPI ranks already fill the cores),
+and cached on disk when numba finds a writable cache directory (else compiled per process);
+:func:`warm_up` compiles or loads them all.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
@@ -46,9 +46,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def _jit(func: _F) -> _F:
     """``numba.njit(nogil=True)``, with an on-disk cache when numba can locate one."""
     try:
-        return numba.njit(nogil=True, cache=True)(func)  # type: ignore[no-any-return]
+        return cast(_F, numba.njit(nogil=True, cache=True)(func))
     except Exception:  # no writable cache location: compile per process instead
-        return numba.njit(nogil=True)(func)  # type: ignore[no-any-return]
+        return cast(_F, numba.njit(nogil=True)(func))
 
 
 # --------------------------------------------------------------------------------------------
@@ -778,6 +778,8 @@ def _as_field(x: np.ndarray, degree: int, name: str) -> np.ndarray:
         if arr.size and (arr.min() < 0 or arr.max() >= (1 << degree)):
             raise ValueError(f"{name}: values outside GF(2^{degree})")
         arr = arr.astype(dtype)
+    if not arr.flags.writeable:  # numba compiles read-only arrays separately: copy instead
+        return arr.copy()
     return np.ascontiguousarray(arr)
 
 
@@ -817,11 +819,14 @@ def gf_matvec(a: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
 
 
 def warm_up(degree: int) -> None:
-    """Build the tables and JIT-compile (or load from cache) every kernel of GF(2^degree)."""
-    dtype = _DTYPES[degree] if degree in _DTYPES else np.uint8
+    """Build the tables and JIT-compile (or load from the cache) every kernel of GF(2^degree)."""
+    if degree not in POLYS:
+        raise ValueError(f"GF(2^{degree}) is not supported; degree must be 8 or 16")
+    dtype = _DTYPES[degree]
     rng = np.random.default_rng(0)
-    a = rng.integers(0, 1 << degree, size=(3, 4), dtype=dtype)
-    b = rng.integers(0, 1 << degree, size=(4, 2), dtype=dtype)
-    for kernel in ("direct", "sliced", "sliced_t"):
-        _matmul2d(a, b, degree, kernel)
-    _matmul2d(a, b[:, :1].copy(), degree, "direct")
+    a = rng.integers(0, 1 << degree, size=(2, 3), dtype=dtype)
+    for n in (1, 2, 70, 130):  # direct: matvec, matrix; sliced: 1, 2 and 3 words per row
+        b = rng.integers(0, 1 << degree, size=(3, n), dtype=dtype)
+        _matmul2d(a, b, degree, "direct" if n <= 2 else "sliced")
+        if n == 2:
+            _matmul2d(a, b, degree, "sliced")

@@ -66,3 +66,44 @@ def register_load(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run_load)
     return p
+
+
+def _run_coded(args: argparse.Namespace) -> int:
+    from mpi_coded.coded.job import load_job
+
+    overrides = {k: getattr(args, k) for k in (
+        "scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field", "straggler",
+        "t_row", "chunks", "seed", "reps", "timeout_s", "assignment")}
+    job = load_job(args.config, overrides)
+    from mpi_coded.runtime import coded_job  # imports mpi4py: MPI starts here
+
+    return coded_job.run(job, args.out)
+
+
+def register_run(subparsers: Any) -> argparse.ArgumentParser:
+    """``run coded``: the coded matrix-vector job under mpiexec -n K+1."""
+    p = subparsers.add_parser(
+        "coded", help="coded matrix-vector products with straggling servers (mpiexec -n K+1)")
+    p.add_argument("--config", default=None, help="TOML file with the same keys as the flags")
+    p.add_argument("--scheme", default=None, help="uc, cmr, sc, unified or bdc")
+    p.add_argument("--K", type=int, default=None, help="servers")
+    p.add_argument("--q", type=int, default=None, help="servers the map phase waits for")
+    p.add_argument("--mu", default=None, help="stored fraction, e.g. 1/2 (mu q integer)")
+    p.add_argument("--rows-per-batch", dest="rows_per_batch", type=int, default=None,
+                   help="coded rows per batch (eta_b)")
+    p.add_argument("--n", type=int, default=None, help="columns of A")
+    p.add_argument("--N", type=int, default=None, help="number of vectors x_i")
+    p.add_argument("--T", type=int, default=None, help="partitions of the block-diagonal code")
+    p.add_argument("--field", default=None, help="gf2^8, gf2^16, float64 (default: smallest GF)")
+    p.add_argument("--straggler", default=None, help="none or shiftexp")
+    p.add_argument("--t-row", dest="t_row", type=float, default=None,
+                   help="map seconds per stored coded row at speed 1 (all N vectors)")
+    p.add_argument("--chunks", type=int, default=None, help="map chunks (stop checks)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--reps", type=int, default=None, help="repetitions (new straggler draws)")
+    p.add_argument("--timeout", dest="timeout_s", type=float, default=None,
+                   help="deadline of every wait, seconds")
+    p.add_argument("--assignment", default=None, help="bdc: a saved P matrix (.npy)")
+    p.add_argument("--out", default="results/coded.jsonl", help="JSON-lines results (appended)")
+    p.set_defaults(func=_run_coded)
+    return p

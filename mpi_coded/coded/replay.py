@@ -39,7 +39,7 @@ class ReplayResult:
     decoded: dict[int, np.ndarray] = field(default_factory=dict)  # reducer -> m x w
 
 
-class _Server:
+class ServerData:
     """One server's data: its stored batches' intermediate values and what it received."""
 
     def __init__(self, sid: int, placement: Placement, Y: dict[int, np.ndarray],
@@ -94,16 +94,16 @@ def replay(placement: Placement, plan: ShufflePlan, field_: Field, A: np.ndarray
     code = Code(placement.layout, field_)
     N = X.shape[1]
     finishers = plan.Q + plan.extra
-    servers: dict[int, _Server] = {}
+    servers: dict[int, ServerData] = {}
     for s in finishers:
         Y = {}
         for b in placement.server_batches[s]:
             C_b = code.encode(A, placement.batch_rows[b])
             Y[b] = field_.matmul(C_b, X)
-        servers[s] = _Server(s, placement, Y, field_, N)
+        servers[s] = ServerData(s, placement, Y, field_, N)
     res = ReplayResult(plan)
 
-    def server(s: int) -> _Server:
+    def server(s: int) -> ServerData:
         if s not in servers:
             raise ReplayError(f"server {s} is not a finisher")
         return servers[s]

@@ -8,6 +8,13 @@ We use ``G = [I_k; C]`` with ``C`` an ``(n - k) x k`` Cauchy matrix. Every
 square submatrix of a Cauchy matrix is invertible, and that is exactly the
 condition for ``[I; C]`` to be MDS; the identity on top keeps the
 all-systematic case exact over the reals.
+
+Over the reals every Cauchy matrix of more than a few rows is badly
+conditioned (a ``60 x 40`` code loses all precision), so for real codes with
+``n > REAL_CAUCHY_MAX_N`` the parity part is a fixed-seed Gaussian matrix
+instead: every square submatrix of it is invertible with probability 1 and it
+is far better conditioned (worst ``20 x 20`` submatrix of a ``(30, 20)`` code:
+about ``1e5`` against ``1e8``).  Runs log the condition numbers they meet.
 """
 
 from __future__ import annotations
@@ -22,14 +29,21 @@ from mpi_coded.errors import require
 from mpi_coded.fields import Field
 
 
+REAL_CAUCHY_MAX_N = 16
+
+
 def systematic_mds(field: Field, n: int, k: int) -> np.ndarray:
-    """The ``n x k`` generator ``[I_k; Cauchy]`` over ``field``."""
+    """The ``n x k`` generator ``[I_k; Cauchy]`` over ``field`` (see the module docstring)."""
     require(k >= 1, "k", "an MDS code needs k >= 1", k)
     require(n >= k, "n", "an (n, k) MDS code needs n >= k", n)
     g = field.zeros((n, k))
     g[:k] = np.eye(k, dtype=field.dtype)
     if n > k:
-        g[k:] = field.cauchy(n - k, k)
+        if not field.exact and n > REAL_CAUCHY_MAX_N:
+            rng = np.random.default_rng([n, k, 0x6D6473])
+            g[k:] = rng.standard_normal((n - k, k)) / np.sqrt(k)
+        else:
+            g[k:] = field.cauchy(n - k, k)
     return g
 
 

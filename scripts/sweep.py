@@ -1,0 +1,443 @@
+"""Run a grid of parameters of the elastic job, locally or through SLURM; one results file.
+
+    python scripts/sweep.py --grid t_row=0,0.001 --grid policy=heterogeneous,cyclic --reps 3
+    python scripts/sweep.py --via slurm --sbatch-args="-N 1 --overcommit" --grid cols=50,100,200 \\
+        --grid policy=heterogeneous,cyclic --grid t_row=0 --out results/sweep.jsonl --plot s.png
+
+A grid key is one of the ``mpi-coded run cec`` override flags (``field``, ``policy``,
+``t_row``, ``seed``, ``timeout``), passed on the command line, or a config key (``N``,
+``L``, ``speeds``, ``rows``, ``cols``, ``availability.p``, ...), written with the base
+``--config`` into a temporary TOML file.  Values are split on commas outside brackets and
+read as JSON when they parse (``--grid 'speeds=[1,1,2],[2,2,2]'``), as strings otherwise.
+The world size (``mpiexec -n``, ``sbatch --ntasks``) is ``N + 1`` of each point's config.
+
+Every point runs ``--reps`` times (repetitions interleaved).  ``--via local`` launches
+``mpiexec`` as a subprocess in its own process group with a timeout, killing the whole
+group on timeout (killing only mpiexec leaves hydra proxies behind).  ``--via slurm``
+submits ``slurm/sweep_array.sh`` as one array job per world size (``sbatch``), waits for
+it (``squeue``), and cancels it on timeout.  The JSON lines of every run are appended to
+ONE file (``--out``), each line with ``sweep_id``, ``run``, ``rep``, ``params``, ``host``,
+``versions`` and ``via``; a run that failed leaves a ``run_failed`` line.  Exit status 0
+when every run succeeded and verified, 1 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FLAG_KEYS = {"field": "--field", "policy": "--policy", "t_row": "--t-row", "seed": "--seed",
+             "timeout": "--timeout"}
+VERSION_KEYS = ("python", "numpy", "mpi_coded", "mpi", "platform")
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class SweepError(Exception):
+    """Bad input: reported in one line, exit status 2."""
+
+
+# --- the grid ---------------------------------------------------------------------------
+
+def split_values(text: str) -> list[str]:
+    """Split on commas that are not inside brackets or quotes."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth, quote = 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur).strip())
+    return out
+
+
+def parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_grid(items: list[str]) -> dict[str, list[Any]]:
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key or not values.strip():
+            raise SweepError(f"--grid {item!r}: must be KEY=V1,V2,...")
+        if key in grid:
+            raise SweepError(f"--grid {key}: given twice")
+        vals = [parse_value(v) for v in split_values(values)]
+        if any(v == "" for v in vals):
+            raise SweepError(f"--grid {item!r}: empty value")
+        grid[key] = vals
+    return grid
+
+
+def points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+# --- configs ----------------------------------------------------------------------------
+
+def toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    raise SweepError(f"cannot write {v!r} to TOML")
+
+
+def dump_toml(d: dict[str, Any]) -> str:
+    lines = [f"{k} = {toml_value(v)}" for k, v in d.items() if not isinstance(v, dict)]
+    for k, v in d.items():
+        if isinstance(v, dict):
+            lines.append(f"\n[{k}]")
+            lines += [f"{kk} = {toml_value(vv)}" for kk, vv in v.items()]
+    return "\n".join(lines) + "\n"
+
+
+def job_args(point: dict[str, Any], base: Path | None, cfg_dir: Path, index: int
+             ) -> tuple[list[str], int]:
+    """The ``mpi_coded`` arguments of one point (without --out) and its world size.
+
+    Validates the point the way the job will (exit 2 before any launch on bad input).
+    """
+    from mpi_coded.cec.config import load_config
+    from mpi_coded.errors import ConfigError
+
+    flags = {k: v for k, v in point.items() if k in FLAG_KEYS}
+    keys = {k: v for k, v in point.items() if k not in FLAG_KEYS}
+    cfg_path = base
+    if keys:
+        d: dict[str, Any] = tomllib.loads(base.read_text()) if base else {}
+        for key, v in keys.items():
+            head, _, tail = key.partition(".")
+            if tail:
+                d.setdefault(head, {})[tail] = v
+            else:
+                d[key] = v
+        cfg_path = cfg_dir / f"point-{index}.toml"
+        cfg_path.write_text(dump_toml(d))
+    args = ["run", "cec"]
+    if cfg_path is not None:
+        args += ["--config", str(cfg_path)]
+    for k, v in flags.items():
+        args += [FLAG_KEYS[k], str(v)]
+    try:
+        cfg = load_config(str(cfg_path) if cfg_path else None)
+        cfg = cfg.with_overrides(
+            field=flags.get("field"), policy=flags.get("policy"), seed=flags.get("seed"),
+            t_row=None if "t_row" not in flags else float(flags["t_row"]),
+            timeout_s=None if "timeout" not in flags else float(flags["timeout"]))
+    except ConfigError as exc:
+        raise SweepError(f"point {point}: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise SweepError(f"point {point}: {exc}") from None
+    return args, cfg.world_size
+
+
+# --- running ----------------------------------------------------------------------------
+
+def default_mpiexec(python: str) -> str | None:
+    here = Path(python).parent / "mpiexec"
+    return str(here) if here.exists() else shutil.which("mpiexec")
+
+
+def run_group(cmd: list[str], timeout: float, env: dict[str, str] | None = None
+              ) -> tuple[int | None, str]:
+    """Run ``cmd`` in a new session; on timeout kill the whole process group.
+
+    Returns (exit status or None on timeout, combined output).
+    """
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, cwd=ROOT, env={**os.environ, **(env or {})})
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out
+    return proc.returncode, out
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                out.append({"kind": "unreadable", "text": line[:200]})
+    return out
+
+
+def local_versions() -> dict[str, Any]:
+    import numpy
+
+    import mpi_coded
+
+    return {"python": platform.python_version(), "numpy": numpy.__version__,
+            "mpi_coded": mpi_coded.__version__, "mpi": None, "platform": platform.platform()}
+
+
+def run_verdict(lines: list[dict[str, Any]], rc: int | None) -> str | None:
+    """Why a run failed, or None when it succeeded and verified."""
+    if rc is None:
+        return "timed out"
+    if rc != 0:
+        return f"exit status {rc}"
+    summaries = [r for r in lines if r.get("kind") == "summary"]
+    if not summaries:
+        return "no summary line"
+    if not all(r.get("verified") is True for r in lines if "verified" in r):
+        return "a step did not verify"
+    if not all(s.get("all_verified") is True for s in summaries):
+        return "summary: all_verified is false"
+    return None
+
+
+class Collector:
+    """Appends every run's lines, annotated, to the one results file."""
+
+    def __init__(self, out: Path, sweep_id: str, via: str) -> None:
+        self.out, self.sweep_id, self.via = out, sweep_id, via
+        self.failed = 0
+        self.fallback = local_versions()
+        out.parent.mkdir(parents=True, exist_ok=True)
+
+    def add(self, run: int, rep: int, params: dict[str, Any], lines: list[dict[str, Any]],
+            rc: int | None, output: str, extra: dict[str, Any] | None = None) -> str | None:
+        cfg = next((r for r in lines if r.get("kind") == "config"), {})
+        host = cfg.get("host") or (extra or {}).get("node") or socket.gethostname()
+        versions = {k: cfg.get(k, self.fallback[k]) for k in VERSION_KEYS}
+        why = run_verdict(lines, rc)
+        if why is not None:
+            self.failed += 1
+            tail = "\n".join(output.strip().splitlines()[-15:])
+            lines = [*lines, {"kind": "run_failed", "reason": why, "returncode": rc,
+                              "output_tail": tail}]
+        note = {"sweep_id": self.sweep_id, "run": run, "rep": rep, "params": params,
+                "host": host, "versions": versions, "via": self.via, **(extra or {})}
+        with self.out.open("a") as f:
+            for rec in lines:
+                f.write(json.dumps({**rec, **note}) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return why
+
+
+def describe(params: dict[str, Any], rep: int) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items()) + f" rep={rep}"
+
+
+def summary_note(lines: list[dict[str, Any]]) -> str:
+    s = next((r for r in lines if r.get("kind") == "summary"), None)
+    return f"total_wall_s={s['total_wall_s']:.4f}" if s and "total_wall_s" in s else ""
+
+
+def sweep_local(runs: list[tuple[int, int, dict[str, Any], list[str], int]],
+                opts: argparse.Namespace, work: Path, col: Collector) -> None:
+    mpiexec = opts.mpiexec or default_mpiexec(opts.python)
+    if mpiexec is None:
+        raise SweepError("no mpiexec: install the 'local' extra or pass --mpiexec")
+    pre = shlex.split(opts.mpiexec_args)
+    if opts.hostfile:
+        pre = ["-f", str(opts.hostfile), *pre]
+    for k, (run, rep, params, args, world) in enumerate(runs):
+        out = work / "runs" / f"{run}.jsonl"
+        out.unlink(missing_ok=True)
+        cmd = [mpiexec, *pre, "-n", str(world), opts.python, "-m", "mpi_coded", *args,
+               "--out", str(out)]
+        t0 = time.monotonic()
+        rc, text = run_group(cmd, opts.timeout)
+        lines = read_jsonl(out)
+        why = col.add(run, rep, params, lines, rc, text)
+        print(f"[{k + 1}/{len(runs)}] {describe(params, rep)}: "
+              f"{'ok ' + summary_note(lines) if why is None else 'FAILED: ' + why} "
+              f"({time.monotonic() - t0:.1f} s)", flush=True)
+        if why is not None:
+            print(text, file=sys.stderr)
+
+
+def job_gone(job_id: str) -> bool:
+    r = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%i"], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        return "Invalid job id" in r.stderr  # purged from the controller: finished
+    return r.stdout.strip() == ""
+
+
+def sweep_slurm(runs: list[tuple[int, int, dict[str, Any], list[str], int]],
+                opts: argparse.Namespace, work: Path, col: Collector) -> None:
+    for tool in ("sbatch", "squeue", "scancel"):
+        if shutil.which(tool) is None:
+            raise SweepError(f"--via slurm needs {tool} on PATH")
+    by_world: dict[int, list[tuple[int, int, dict[str, Any], list[str], int]]] = {}
+    for run_spec in runs:
+        by_world.setdefault(run_spec[4], []).append(run_spec)
+    for world, group in by_world.items():
+        gdir = work / f"ntasks-{world}"
+        (gdir / "tasks").mkdir(parents=True, exist_ok=True)
+        (gdir / "runs").mkdir(exist_ok=True)
+        for i, (_, _, _, args, _) in enumerate(group):
+            (gdir / "tasks" / f"{i}.args").write_text("\n".join(args) + "\n")
+        cmd = ["sbatch", "--parsable", f"--array=0-{len(group) - 1}%{opts.max_parallel}",
+               f"--ntasks={world}", f"--time={opts.time}", "--job-name=mpi-coded-sweep",
+               f"--output={gdir}/slurm-%A_%a.out", *shlex.split(opts.sbatch_args),
+               str(ROOT / "slurm" / "sweep_array.sh")]
+        env = {"SWEEP_DIR": str(gdir), "MPI_CODED_PYTHON": opts.python,
+               "MPI_CODED_ROOT": str(ROOT), "LAUNCHER": opts.launcher}
+        sub = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                             env={**os.environ, **env})
+        if sub.returncode != 0:
+            raise SweepError(f"sbatch failed ({sub.returncode}): {sub.stderr.strip()}")
+        job_id = sub.stdout.strip().split(";")[0]
+        print(f"submitted array job {job_id}: {len(group)} runs of {world} ranks "
+              f"(launcher {opts.launcher})", flush=True)
+        deadline = time.monotonic() + opts.timeout * len(group) + opts.queue_wait
+        while not job_gone(job_id):
+            if time.monotonic() > deadline:
+                subprocess.run(["scancel", job_id], timeout=60)
+                print(f"array job {job_id} timed out: cancelled", file=sys.stderr)
+                break
+            time.sleep(1.0)
+        for i, (run, rep, params, _, _) in enumerate(group):
+            lines = read_jsonl(gdir / "runs" / f"{i}.jsonl")
+            rc_file = gdir / "runs" / f"{i}.rc"
+            info = json.loads(rc_file.read_text()) if rc_file.is_file() else {}
+            rc = info.pop("rc", None)
+            log = gdir / f"slurm-{job_id}_{i}.out"
+            text = log.read_text() if log.is_file() else f"(no output {log})"
+            extra = {"slurm": {**info, "ntasks": world}} if info else {"slurm": {"ntasks": world}}
+            why = col.add(run, rep, params, lines, rc, text, extra)
+            print(f"[{run + 1}/{len(runs)}] {describe(params, rep)}: "
+                  f"{'ok ' + summary_note(lines) if why is None else 'FAILED: ' + why}",
+                  flush=True)
+            if why is not None:
+                print(text, file=sys.stderr)
+
+
+# --- main -------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n", 2)[2])
+    ap.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2,...",
+                    help="a swept parameter (repeat for a product grid)")
+    ap.add_argument("--reps", type=int, default=1, help="repetitions of every point")
+    ap.add_argument("--config", type=Path, default=None, help="base TOML config")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="the results file (appended; default results/sweep-<id>.jsonl)")
+    ap.add_argument("--via", choices=("local", "slurm"), default="local")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
+    ap.add_argument("--python", default=sys.executable, help="python running the job")
+    ap.add_argument("--mpiexec", default=None, help="local: the mpiexec to use")
+    ap.add_argument("--hostfile", type=Path, default=None, help="local: mpiexec -f HOSTFILE")
+    ap.add_argument("--mpiexec-args", default="", help="local: more mpiexec arguments")
+    ap.add_argument("--launcher", choices=("srun", "mpiexec"), default="srun",
+                    help="slurm: how the batch script starts the ranks")
+    ap.add_argument("--sbatch-args", default="",
+                    help="slurm: more sbatch arguments, e.g. '-p PART -A ACCOUNT'")
+    ap.add_argument("--max-parallel", type=int, default=1,
+                    help="slurm: array tasks running at once (default 1: no co-scheduling)")
+    ap.add_argument("--time", default="00:10:00", help="slurm: --time of every array task")
+    ap.add_argument("--queue-wait", type=float, default=3600.0,
+                    help="slurm: extra seconds allowed for queueing")
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="per-run files (default: next to --out; on a shared file system "
+                         "for slurm); removed after success unless --keep-work")
+    ap.add_argument("--keep-work", action="store_true")
+    ap.add_argument("--plot", type=Path, default=None,
+                    help="then draw PNG with scripts/plot_results.py (first swept key as x)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    opts = build_parser().parse_args(argv)
+    try:
+        return sweep(opts)
+    except SweepError as exc:
+        print(f"sweep: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def sweep(opts: argparse.Namespace) -> int:
+    sys.path.insert(0, str(ROOT))
+    grid = parse_grid(opts.grid)
+    if opts.reps < 1:
+        raise SweepError("--reps must be >= 1")
+    if opts.max_parallel < 1:
+        raise SweepError("--max-parallel must be >= 1")
+    if opts.config is not None and not opts.config.is_file():
+        raise SweepError(f"--config {opts.config}: no such file")
+    sweep_id = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    out = opts.out or ROOT / "results" / f"sweep-{sweep_id}.jsonl"
+    out = out.resolve()
+    work = (opts.work_dir or out.parent / f".sweep-{sweep_id}").resolve()
+    (work / "runs").mkdir(parents=True, exist_ok=True)
+    pts = points(grid)
+    prepared = [job_args(p, opts.config.resolve() if opts.config else None, work, i)
+                for i, p in enumerate(pts)]
+    runs: list[tuple[int, int, dict[str, Any], list[str], int]] = []
+    for rep in range(opts.reps):
+        for i, p in enumerate(pts):
+            args, world = prepared[i]
+            runs.append((len(runs), rep, p, args, world))
+    print(f"sweep {sweep_id}: {len(pts)} points x {opts.reps} reps = {len(runs)} runs "
+          f"via {opts.via} -> {out}", flush=True)
+    col = Collector(out, sweep_id, opts.via)
+    if opts.via == "local":
+        sweep_local(runs, opts, work, col)
+    else:
+        sweep_slurm(runs, opts, work, col)
+    print(f"sweep {sweep_id}: {len(runs) - col.failed}/{len(runs)} runs verified -> {out}")
+    if col.failed == 0 and not opts.keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    elif col.failed:
+        print(f"sweep: per-run files kept in {work}", file=sys.stderr)
+    if opts.plot is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import plot_results
+
+        plot_results.main([str(out), "--out", str(opts.plot), "--sweep-id", sweep_id])
+    return 1 if col.failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
