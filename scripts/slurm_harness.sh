@@ -72,6 +72,7 @@ RESULTS=$STATE/results
 export SLURM_CONF=$CONF
 PIDS=()
 FAILURES=0
+MUNGE_DIR=
 
 stop_all() {
     local rc=$?
@@ -92,8 +93,13 @@ stop_all() {
         wait 2> /dev/null || true
         echo "harness: stopped daemons ${PIDS[*]}"
     fi
+    if [ -n "$MUNGE_DIR" ]; then
+        cp "$MUNGE_DIR/munged.log" "$STATE/munged-own.log" 2> /dev/null || true
+        rm -rf "$MUNGE_DIR"
+    fi
     if [ "$rc" -ne 0 ] || [ "$FAILURES" -ne 0 ]; then
-        for log in "$STATE"/slurmctld.log "$STATE"/slurmd.log "$STATE"/munged.log; do
+        for log in "$STATE"/slurmctld.log "$STATE"/slurmd.log "$STATE"/munged.log \
+            "$STATE"/munged-own.log; do
             [ -f "$log" ] && { echo "--- tail of $log"; tail -n 25 "$log"; }
         done
         echo "harness: state and logs kept in $STATE"
@@ -124,8 +130,9 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...: fail fast if a daemon d
 # --- authentication ---------------------------------------------------------------
 if [ "$AUTH" = munge ]; then
     command -v munge > /dev/null || setup_error "munge is missing: apt-get install munge"
-    MUNGE_DIR=$STATE/munge
-    mkdir -p "$MUNGE_DIR"
+    # Its own short directory: munged needs every directory above its socket searchable
+    # by the munge user, and a socket path is at most 107 bytes.
+    MUNGE_DIR=$(mktemp -d /tmp/harness-munge.XXXXXX)
     dd if=/dev/urandom of="$MUNGE_DIR/munge.key" bs=1024 count=1 status=none
     chown -R munge:munge "$MUNGE_DIR"
     chmod 755 "$MUNGE_DIR"   # munged wants the socket's directory searchable by all

@@ -46,6 +46,22 @@ def test_good_config_file_and_trace(tmp_path):
     assert cfg.rows_per_block == 5
 
 
+def test_data_file_rules(tmp_path):
+    import numpy as np
+
+    np.save(tmp_path / "x.npy", np.zeros((5, 4)))
+    np.save(tmp_path / "v.npy", np.zeros(5))
+    with pytest.raises(ConfigError, match="data: X must have rows x cols = 9 x 4"):
+        from_mapping({"data": str(tmp_path / "x.npy"), "rows": 9})
+    with pytest.raises(ConfigError, match="data: must hold a 2-D matrix"):
+        from_mapping({"data": str(tmp_path / "v.npy")})
+    with pytest.raises(ConfigError, match="needs an integer matrix"):
+        from_mapping({"data": str(tmp_path / "x.npy"), "field": "gf2^8"})
+    with pytest.raises(ConfigError, match="data: must be an existing .npy file"):
+        from_mapping({"data": str(tmp_path / "nope.npy")})
+    assert from_mapping({"data": str(tmp_path / "x.npy")}).rows == 5
+
+
 def test_malformed_toml(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text("N = = 3\n")

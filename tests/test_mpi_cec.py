@@ -93,3 +93,18 @@ def test_results_are_appended(tmp_path):
         assert r.returncode == 0, r.stderr
     kinds = [x["kind"] for x in read_lines(out)]
     assert kinds.count("summary") == 2 and kinds.count("step") == 8
+
+
+def test_data_from_npy_file(tmp_path):
+    import numpy as np
+
+    x = np.random.default_rng(3).integers(0, 256, size=(50, 7))
+    np.save(tmp_path / "x.npy", x)
+    cfg = tmp_path / "job.toml"
+    cfg.write_text(f'data = "{tmp_path / "x.npy"}"\nfield = "gf2^8"\nt_row = 0\n')
+    out = tmp_path / "r.jsonl"
+    r = run_mpi(7, ["run", "cec", "--config", str(cfg), "--out", str(out)], timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = read_lines(out)
+    assert lines[0]["rows"] == 50 and lines[0]["cols"] == 7
+    assert all(s["verified"] and s["max_error"] == 0 for s in lines if s["kind"] == "step")

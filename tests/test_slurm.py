@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from test_sweep import POINTS, check_png, check_sweep_file, needs_matplotlib
 
 from conftest import ROOT, run_cmd
-from test_sweep import POINTS, check_png, check_sweep_file, needs_matplotlib
 
 HARNESS = ROOT / "scripts" / "slurm_harness.sh"
 SHELL_SCRIPTS = sorted([*ROOT.glob("slurm/*.sh"), *ROOT.glob("scripts/*.sh")])

@@ -153,7 +153,14 @@ class CECConfig:
                 require(len(avail) >= self.L, where,
                         f"at least L={self.L} machines must be available", len(avail))
         if self.data:
-            require(Path(self.data).is_file(), "data", "must be an existing .npy file", self.data)
+            shape, kind = npy_shape(self.data)
+            require(len(shape) == 2, "data", "must hold a 2-D matrix X", shape)
+            require(shape == (self.rows, self.cols), "data",
+                    f"X must have rows x cols = {self.rows} x {self.cols} (rows and cols "
+                    "default to the file's shape)", shape)
+            if self.field != "float64":
+                require(kind in "iu", "data", f"a {self.field} job needs an integer matrix",
+                        kind)
         return self
 
     def with_overrides(self, **kw: Any) -> CECConfig:
@@ -171,6 +178,16 @@ class CECConfig:
         d["speeds"] = [str(s) for s in self.speeds]
         d["schedule"] = [list(a) for a in self.schedule]
         return d
+
+
+def npy_shape(path: str) -> tuple[tuple[int, ...], str]:
+    """Shape and dtype kind of an ``.npy`` file, read from its header only."""
+    require(Path(path).is_file(), "data", "must be an existing .npy file", path)
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise ConfigError("data", f"must be a readable .npy file ({exc})", path) from None
+    return tuple(int(s) for s in arr.shape), arr.dtype.kind
 
 
 def random_availability(n: int, L: int, p: float, steps: int, seed: int) -> list[tuple[int, ...]]:
@@ -227,6 +244,11 @@ def from_mapping(d: Mapping[str, Any], source: str = "config") -> CECConfig:
         if k in d:
             require(isinstance(d[k], str), k, "must be a string", d[k])
             kw[k] = d[k]
+    if kw.get("data"):
+        shape, _ = npy_shape(kw["data"])
+        if len(shape) == 2:
+            kw.setdefault("rows", shape[0])
+            kw.setdefault("cols", shape[1])
     if "speeds" in d:
         require(isinstance(d["speeds"], list), "speeds", "must be a list of numbers", d["speeds"])
         kw["speeds"] = tuple(_fraction(s, "speeds") for s in d["speeds"])

@@ -34,7 +34,9 @@ REAL_TOLERANCE = 1e-8
 def make_data(cfg: CECConfig, field: Field) -> np.ndarray:
     """``X`` (``q x r``): from ``cfg.data`` or generated from ``cfg.seed``."""
     if cfg.data:
-        x = np.load(cfg.data)
+        x = np.load(cfg.data, allow_pickle=False)
+        if field.exact and (x.min() < 0 or x.max() >= field.order):
+            raise ValueError(f"data: entries of X must be in [0, {field.order}) for {field.name}")
         return np.ascontiguousarray(x, dtype=field.dtype)
     return field.random((cfg.rows, cfg.cols), np.random.default_rng([cfg.seed, 1]))
 

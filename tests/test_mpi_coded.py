@@ -1,0 +1,117 @@
+"""The coded matrix-vector job for real: mpiexec, real shuffles, verified outputs."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+
+from conftest import run_mpi
+from mpi_coded.coded.loads import scheme_load
+
+pytestmark = pytest.mark.mpi
+
+
+def runs(path):
+    return [json.loads(x) for x in path.read_text().splitlines()
+            if json.loads(x)["kind"] == "run"]
+
+
+def launch(tmp_path, K, args, timeout=240):
+    out = tmp_path / "coded.jsonl"
+    r = run_mpi(K + 1, ["run", "coded", "--K", str(K), *args, "--out", str(out)],
+                timeout=timeout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return runs(out)
+
+
+def check_exact_loads(recs, scheme, K, q, mu):
+    formula = scheme_load(scheme, K, q, mu).load
+    orders = set()
+    for r in recs:
+        assert r["verified"] is True
+        assert r["scheme"] == scheme
+        assert r["padding_values"] == "0"
+        assert Fraction(r["load_measured_exact"]) == formula == Fraction(r["load_analytic_exact"])
+        assert r["multicast_values"] + r["unicast_values"] == formula * r["m"] * r["N"]
+        assert r["bytes_on_wire"] >= (r["multicast_values"] + r["unicast_values"])
+        orders.add(tuple(r["Q"]))
+    return orders
+
+
+@pytest.mark.parametrize("scheme", ["uc", "cmr", "sc", "unified"])
+def test_measured_load_equals_analytic_K6_q4(tmp_path, scheme):
+    recs = launch(tmp_path, 6, ["--scheme", scheme, "--q", "4", "--mu", "1/2",
+                                "--rows-per-batch", "4", "--n", "16", "--N", "12",
+                                "--field", "float64", "--straggler", "shiftexp",
+                                "--t-row", "0.001", "--reps", "4", "--seed", "3"])
+    orders = check_exact_loads(recs, scheme, 6, 4, Fraction(1, 2))
+    if scheme == "unified":
+        assert all(Fraction(r["load_measured_exact"]) == Fraction(7, 20) for r in recs)
+    assert len(orders) >= 2  # several finishing orders were tried
+
+
+def test_paper_shape_K9_q6_all_schemes_gf8(tmp_path):
+    for scheme in ("unified", "sc", "cmr", "uc"):
+        recs = launch(tmp_path / scheme, 9, [
+            "--scheme", scheme, "--q", "6", "--mu", "1/3", "--rows-per-batch", "2",
+            "--n", "24", "--N", "36", "--field", "gf2^8", "--straggler", "shiftexp",
+            "--t-row", "0.0005", "--reps", "2"])
+        check_exact_loads(recs, scheme, 9, 6, Fraction(1, 3))
+        assert all(r["max_error"] == 0 for r in recs)
+        if scheme == "unified":
+            assert Fraction(recs[0]["load_measured_exact"]) == Fraction(11, 24)
+
+
+def test_strategy_two_instance(tmp_path):
+    recs = launch(tmp_path, 6, ["--scheme", "unified", "--q", "5", "--mu", "4/5",
+                                "--rows-per-batch", "2", "--n", "10", "--N", "30",
+                                "--field", "gf2^8", "--reps", "2", "--seed", "1",
+                                "--straggler", "shiftexp", "--t-row", "0.001"])
+    check_exact_loads(recs, "unified", 6, 5, Fraction(4, 5))
+    assert all(r["strategy"] == 2 and r["s_q"] == 4 for r in recs)
+    assert Fraction(recs[0]["load_measured_exact"]) == Fraction(19, 150)
+
+
+def test_bdc_loads_and_early_stop(tmp_path):
+    common = ["--scheme", "bdc", "--q", "4", "--mu", "1/2", "--rows-per-batch", "4",
+              "--n", "20", "--N", "12", "--straggler", "shiftexp", "--t-row", "0.004",
+              "--chunks", "16", "--reps", "3", "--seed", "5"]
+    # T divides rows-per-batch: exactly the unified load
+    for r in launch(tmp_path / "t4", 6, [*common, "--T", "4"]):
+        assert r["verified"] and r["extra"] == []
+        assert Fraction(r["load_measured_exact"]) == Fraction(7, 20)
+    # larger T: extra unicasts are sent, counted and still decoded
+    recs = launch(tmp_path / "t20", 6, [*common, "--T", "20"])
+    assert all(r["verified"] for r in recs)
+    assert any(Fraction(r["load_measured_exact"]) > Fraction(7, 20) for r in recs)
+    for r in recs:
+        assert Fraction(r["load_measured_exact"]) == Fraction(r["load_plan_exact"])
+        finishers = set(r["Q"]) | set(r["extra"])
+        sm = r["server_map"]
+        assert len({round(v["target_s"], 9) for v in sm.values()}) == 6  # realised draws logged
+        for s, v in sm.items():
+            if int(s) in finishers:
+                assert not v["stopped"] and v["rows_done"] == v["rows"]
+        stopped = [v for s, v in sm.items() if int(s) not in finishers and v["stopped"]]
+        assert all(v["rows_done"] < v["rows"] or v["target_s"] > r["map_s"] for v in stopped)
+    assert any(v["stopped"] for r in recs for v in r["server_map"].values())
+
+
+def test_bad_input_and_world_size(tmp_path):
+    base = ["run", "coded", "--scheme", "unified", "--K", "6", "--q", "4", "--mu", "1/2",
+            "--rows-per-batch", "4", "--n", "16", "--N", "12"]
+    r = run_mpi(5, [*base, "--out", str(tmp_path / "x.jsonl")], timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "mpi-coded: error: mpiexec -n: must be K+1 = 7 (a master and K=6 servers) (got 5)"]
+    for bad, msg in [(["--q", "7"], "q: must satisfy q <= K"),
+                     (["--mu", "1/3"], "mu"),
+                     (["--scheme", "bdc", "--T", "7"], "T: T must divide"),
+                     (["--straggler", "sometimes"], "straggler: must be one of")]:
+        r = run_mpi(7, [*base, *bad, "--out", str(tmp_path / "x.jsonl")], timeout=60)
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and msg in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.jsonl").exists()
