@@ -29,7 +29,8 @@
 #   HARNESS_NTASKS       ranks of each job (default: 7, the seed example's N + 1)
 #   HARNESS_JOB_TIMEOUT  seconds to wait for each job (default: 300)
 #   HARNESS_CODED_ARGS, HARNESS_CODED_CONFIG, HARNESS_CODED_NTASKS: the coded job's
-#                        CODED_ARGS, CODED_CONFIG and --ntasks
+#                        CODED_ARGS (default: "$CODED_DEFAULT" below), CODED_CONFIG and
+#                        --ntasks (default: HARNESS_NTASKS)
 
 set -euo pipefail
 
@@ -39,6 +40,8 @@ JOBS=${HARNESS_JOBS-cec-srun cec-mpiexec coded}
 PORT=${HARNESS_PORT:-16817}
 NTASKS=${HARNESS_NTASKS:-7}
 JOB_TIMEOUT=${HARNESS_JOB_TIMEOUT:-300}
+# A small coded job on 7 ranks (K = 6 servers + the master).
+CODED_DEFAULT="--scheme unified --K 6 --q 4 --mu 1/2 --rows-per-batch 4 --n 20 --N 8"
 HOST=$(hostname -s)
 NCPU=$(nproc)
 
@@ -264,7 +267,7 @@ for job in $JOBS; do
                 continue
             fi
             run_shipped coded slurm/coded.sh "$RESULTS/coded.jsonl" LAUNCHER=srun \
-                CODED_ARGS="${HARNESS_CODED_ARGS:-}" CODED_CONFIG="${HARNESS_CODED_CONFIG:-}" \
+                CODED_ARGS="${HARNESS_CODED_ARGS-$CODED_DEFAULT}" CODED_CONFIG="${HARNESS_CODED_CONFIG:-}" \
                 -- --ntasks="${HARNESS_CODED_NTASKS:-$NTASKS}"
             ;;
         *)

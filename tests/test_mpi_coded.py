@@ -109,7 +109,10 @@ def test_bad_input_and_world_size(tmp_path):
     for bad, msg in [(["--q", "7"], "q: must satisfy q <= K"),
                      (["--mu", "1/3"], "mu"),
                      (["--scheme", "bdc", "--T", "7"], "T: T must divide"),
-                     (["--straggler", "sometimes"], "straggler: must be one of")]:
+                     (["--straggler", "sometimes"], "straggler: must be one of"),
+                     (["--N", "10"], "N: q = 4 must divide N"),
+                     (["--rows-per-batch", "20", "--field", "gf2^8"],
+                      "field: gf2^8 holds MDS codes of length <= 256")]:
         r = run_mpi(7, [*base, *bad, "--out", str(tmp_path / "x.jsonl")], timeout=60)
         assert r.returncode == 2, r.stderr
         lines = r.stderr.strip().splitlines()

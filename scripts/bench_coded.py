@@ -1,0 +1,155 @@
+"""Benchmark of the coded matrix-vector job: every scheme, per-phase times.
+
+A paper-shaped instance scaled to a 2-core machine (seed 001: K = 9, q = 6,
+mu = 1/3; the paper uses m = n = N = 6000, eta_b = 250): all schemes at the same
+``m``, BDC for T from 1 to ``rows-per-batch``, all launched by this script with
+mpiexec in one run, then raw MPI point-to-point throughput on the same ranks
+and the GF(2^l) kernels against galois on the map shapes.
+
+The last output line is one JSON object with ``bdc_over_unified_encode_reduce``
+(BDC at T = rows-per-batch over unified, encode + reduce, medians),
+``shuffle_over_p2p_throughput`` (unified shuffle bytes per second over raw
+point-to-point), ``gf8_kernel_over_galois`` and ``gf16_kernel_over_galois``
+(speedups of the kernels over galois's matmul).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _launch import ROOT, mpiexec, read_jsonl, run_mpi  # noqa: E402
+
+from mpi_coded.coded.params import rows_per_batch_for  # noqa: E402
+
+K, Q, MU = 9, 6, "1/3"
+
+
+def run_scheme(tmp: Path, scheme: str, m: int, n: int, N: int, T: int, field: str,
+               reps: int, t_row: float) -> dict:
+    eta = rows_per_batch_for(scheme, K, Q, MU, m)
+    out = tmp / f"{scheme}_{T}.jsonl"
+    args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(Q), "--mu", MU,
+            "--rows-per-batch", str(eta), "--n", str(n), "--N", str(N), "--field", field,
+            "--straggler", "shiftexp", "--t-row", str(t_row), "--reps", str(reps),
+            "--out", str(out)]
+    if scheme == "bdc":
+        args += ["--T", str(T)]
+    run_mpi(K + 1, args, timeout=1800)
+    runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
+    med = {k: statistics.median(r[k] for r in runs)
+           for k in ("encode_s", "map_s", "shuffle_s", "reduce_s", "total_s")}
+    med["load"] = statistics.median(r["load_measured"] for r in runs)
+    med["verified"] = all(r["verified"] for r in runs)
+    med["shuffle_Bps"] = statistics.median(r["bytes_on_wire"] / r["shuffle_s"] for r in runs)
+    med["bytes_on_wire"] = statistics.median(r["bytes_on_wire"] for r in runs)
+    med["messages_bytes"] = statistics.median(
+        r["bytes_on_wire"] / max(1, r["multicast_values"] + r["unicast_values"]) for r in runs)
+    return med
+
+
+def p2p(msg_bytes: int) -> dict:
+    import os
+    import signal
+    import subprocess
+
+    cmd = [mpiexec(), "-n", str(K + 1), sys.executable, str(ROOT / "scripts" /
+                                                            "p2p_throughput.py"),
+           "--bytes", str(msg_bytes), "--reps", "10"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        out, _ = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise SystemExit("p2p benchmark timed out") from None
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def kernel_ratio(degree: int, shape: tuple[int, int, int]) -> float:
+    """galois matmul time over gf_kernels time on ``(m x k) @ (k x n)``, medians of 3."""
+    import galois
+
+    from mpi_coded import gf_kernels
+
+    gf = galois.GF(2**degree)
+    dt = np.uint8 if degree == 8 else np.uint16
+    rng = np.random.default_rng(0)
+    m, k, n = shape
+    a = rng.integers(0, 2**degree, (m, k)).astype(dt)
+    b = rng.integers(0, 2**degree, (k, n)).astype(dt)
+    ga, gb = a.view(gf), b.view(gf)
+    want = np.asarray((ga @ gb).view(np.ndarray))
+    assert np.array_equal(gf_kernels.gf_matmul(a, b, degree), want)
+
+    def med(f) -> float:
+        ts = []
+        for _ in range(3):
+            t = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t)
+        return statistics.median(ts)
+
+    return med(lambda: ga @ gb) / med(lambda: gf_kernels.gf_matmul(a, b, degree))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--m", type=int, default=720, help="rows of A (the paper: 6000)")
+    ap.add_argument("--n", type=int, default=720, help="columns of A")
+    ap.add_argument("--N", type=int, default=60, help="vectors (a multiple of K and q)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--t-row", type=float, default=0.0002)
+    ap.add_argument("--field", default="gf2^16")
+    args = ap.parse_args()
+    eta_unified = rows_per_batch_for("unified", K, Q, MU, args.m)
+    Ts = [T for T in (1, 2, 5, 10, eta_unified) if eta_unified % T == 0 and
+          args.m % T == 0 and T <= eta_unified]
+    Ts = sorted(set(Ts))
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for scheme in ("uc", "cmr", "sc", "unified"):
+            results[scheme] = run_scheme(tmp, scheme, args.m, args.n, args.N, 1, args.field,
+                                         args.reps, args.t_row)
+        for T in Ts:
+            results[f"bdc_T{T}"] = run_scheme(tmp, "bdc", args.m, args.n, args.N, T,
+                                              args.field, args.reps, args.t_row)
+    print(f"\n{'scheme':<10} {'encode_s':>9} {'map_s':>8} {'shuffle_s':>9} {'reduce_s':>9} "
+          f"{'total_s':>8} {'load':>7} ok")
+    for name, r in results.items():
+        print(f"{name:<10} {r['encode_s']:>9.4f} {r['map_s']:>8.4f} {r['shuffle_s']:>9.4f} "
+              f"{r['reduce_s']:>9.4f} {r['total_s']:>8.4f} {r['load']:>7.4f} "
+              f"{'yes' if r['verified'] else 'NO'}")
+    uni = results["unified"]
+    bdc = results[f"bdc_T{eta_unified}"]
+    msg = int(uni["bytes_on_wire"] / max(1, K * (K - 1)))  # same bytes, all pairs
+    raw = p2p(max(1024, msg))
+    k8 = kernel_ratio(8, (120, args.n, args.N))
+    k16 = kernel_ratio(16, (120, args.n, args.N))
+    out = {
+        "bdc_over_unified_encode_reduce": (bdc["encode_s"] + bdc["reduce_s"]) /
+        (uni["encode_s"] + uni["reduce_s"]),
+        "shuffle_over_p2p_throughput": uni["shuffle_Bps"] / raw["throughput_Bps"],
+        "gf8_kernel_over_galois": k8,
+        "gf16_kernel_over_galois": k16,
+        "unified_shuffle_Bps": uni["shuffle_Bps"],
+        "p2p_Bps": raw["throughput_Bps"],
+        "p2p_message_bytes": raw["bytes_per_message"],
+        "all_verified": all(r["verified"] for r in results.values()),
+        "m": args.m, "n": args.n, "N": args.N, "field": args.field, "Ts": Ts,
+        "loads": {k: r["load"] for k, r in results.items()},
+    }
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
