@@ -56,7 +56,14 @@ def _jit(func: _F) -> _F:
 
 
 class Tables:
-    """Lookup tables of GF(2^degree), built once per process with numpy."""
+    """Lookup tables of GF(2^degree), built once per process with numpy.
+
+    ``log`` (int32) / ``exp`` (field words): ``exp[log[a] + log[b]] == a * b`` for all ``a, b``,
+    zeros included.  ``rows[h, c, p]``: row ``p`` of the bit matrix of "multiply by ``c << 8 h``"
+    (bit ``r`` set iff bit ``p`` of ``(c << 8 h) * x^r`` is set); ``h`` is 0 only for GF(2^8),
+    0 and 1 for GF(2^16), where the matrix of ``c`` is ``rows[0, c & 255] ^ rows[1, c >> 8]``
+    since it is linear in ``c``.  ``mul_table``: the 256 x 256 products (GF(2^8) only).
+    """
 
     def __init__(self, degree: int) -> None:
         if degree not in POLYS:
@@ -75,16 +82,14 @@ class Tables:
             raise AssertionError(f"x is not primitive modulo {poly:#x}")
         log = np.zeros(order, dtype=np.int64)
         log[exp] = np.arange(order - 1)
-        #: ``EXP[LOG[a] + LOG[b]] == a * b`` for all a, b, zeros included: ``LOG[0]`` points
-        #: past ``2 (order - 2)``, into a zero tail long enough for ``LOG[0] + LOG[0]``.
+        # log[0] points past 2 (order - 2), the largest sum of two real logs, into a zero tail
+        # of exp long enough for log[0] + log[0]: products with 0 need no branch.
         zlog = 2 * (order - 1)
         self.log = log.astype(np.int32)
         self.log[0] = zlog
         self.exp = np.zeros(2 * zlog + 2, dtype=_DTYPES[degree])
         self.exp[:zlog] = np.concatenate([exp, exp])
         dtype = _DTYPES[degree]
-        # row p of the bit matrix M(c) of "multiply by c": bit r set iff bit p of c * x^r is set.
-        # M is linear in c, so GF(2^16) splits it into a low-byte and a high-byte table.
         n_rows = 256
         rows = np.zeros((2 if degree == 16 else 1, n_rows, degree), dtype=dtype)
         for half in range(rows.shape[0]):
@@ -259,135 +264,17 @@ def _build(
 
 # --------------------------------------------------------------------------------------------
 # GF(2^8) kernels
-#
-# The sliced kernels share one contract: ``a`` (m, k) uint8, ``planes = _pack(b, 8)`` (k, 8, W),
-# ``rows`` (256, 8) the rows of M(c); they return the bit-planes (m, 8, W) of ``a @ b``.  For one
-# or two words per row, the accumulators live in registers (spelled out by hand: numba cannot
-# keep a small array in registers); wider rows go through memory with vectorised word loops.
 
 
 @_jit
-def _sliced8_w1(
+def _sliced8(
     a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
 ) -> np.ndarray:  # pragma: no cover - numba
-    """Sliced GF(2^8) product for ``W == 1`` (n <= 64)."""
-    m, k = a.shape
-    low = _lowbit()
-    acc = np.zeros((m, 8, 1), dtype=np.uint64)
-    tab = np.empty((chunk, 1, 256, 1), dtype=np.uint64)
-    for k0 in range(0, k, chunk):
-        kc = min(chunk, k - k0)
-        _build(planes, k0, kc, tab, low)
-        for i in range(m):
-            x0 = acc[i, 0, 0]
-            x1 = acc[i, 1, 0]
-            x2 = acc[i, 2, 0]
-            x3 = acc[i, 3, 0]
-            x4 = acc[i, 4, 0]
-            x5 = acc[i, 5, 0]
-            x6 = acc[i, 6, 0]
-            x7 = acc[i, 7, 0]
-            for kk in range(kc):
-                r = rows[a[i, k0 + kk]]
-                t = tab[kk, 0]
-                x0 ^= t[r[0], 0]
-                x1 ^= t[r[1], 0]
-                x2 ^= t[r[2], 0]
-                x3 ^= t[r[3], 0]
-                x4 ^= t[r[4], 0]
-                x5 ^= t[r[5], 0]
-                x6 ^= t[r[6], 0]
-                x7 ^= t[r[7], 0]
-            acc[i, 0, 0] = x0
-            acc[i, 1, 0] = x1
-            acc[i, 2, 0] = x2
-            acc[i, 3, 0] = x3
-            acc[i, 4, 0] = x4
-            acc[i, 5, 0] = x5
-            acc[i, 6, 0] = x6
-            acc[i, 7, 0] = x7
-    return acc
+    """Bit-planes (m, 8, W) of ``a @ b`` over GF(2^8); ``planes = _pack(b, 8)`` (k, 8, W).
 
-
-@_jit
-def _sliced8_w2(
-    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
-) -> np.ndarray:  # pragma: no cover - numba
-    """Sliced GF(2^8) product for ``W == 2`` (64 < n <= 128)."""
-    m, k = a.shape
-    low = _lowbit()
-    acc = np.zeros((m, 8, 2), dtype=np.uint64)
-    tab = np.empty((chunk, 1, 256, 2), dtype=np.uint64)
-    for k0 in range(0, k, chunk):
-        kc = min(chunk, k - k0)
-        _build(planes, k0, kc, tab, low)
-        for i in range(m):
-            x0 = acc[i, 0, 0]
-            y0 = acc[i, 0, 1]
-            x1 = acc[i, 1, 0]
-            y1 = acc[i, 1, 1]
-            x2 = acc[i, 2, 0]
-            y2 = acc[i, 2, 1]
-            x3 = acc[i, 3, 0]
-            y3 = acc[i, 3, 1]
-            x4 = acc[i, 4, 0]
-            y4 = acc[i, 4, 1]
-            x5 = acc[i, 5, 0]
-            y5 = acc[i, 5, 1]
-            x6 = acc[i, 6, 0]
-            y6 = acc[i, 6, 1]
-            x7 = acc[i, 7, 0]
-            y7 = acc[i, 7, 1]
-            for kk in range(kc):
-                c = a[i, k0 + kk]
-                t = rows[c, 0]
-                x0 ^= tab[kk, 0, t, 0]
-                y0 ^= tab[kk, 0, t, 1]
-                t = rows[c, 1]
-                x1 ^= tab[kk, 0, t, 0]
-                y1 ^= tab[kk, 0, t, 1]
-                t = rows[c, 2]
-                x2 ^= tab[kk, 0, t, 0]
-                y2 ^= tab[kk, 0, t, 1]
-                t = rows[c, 3]
-                x3 ^= tab[kk, 0, t, 0]
-                y3 ^= tab[kk, 0, t, 1]
-                t = rows[c, 4]
-                x4 ^= tab[kk, 0, t, 0]
-                y4 ^= tab[kk, 0, t, 1]
-                t = rows[c, 5]
-                x5 ^= tab[kk, 0, t, 0]
-                y5 ^= tab[kk, 0, t, 1]
-                t = rows[c, 6]
-                x6 ^= tab[kk, 0, t, 0]
-                y6 ^= tab[kk, 0, t, 1]
-                t = rows[c, 7]
-                x7 ^= tab[kk, 0, t, 0]
-                y7 ^= tab[kk, 0, t, 1]
-            acc[i, 0, 0] = x0
-            acc[i, 0, 1] = y0
-            acc[i, 1, 0] = x1
-            acc[i, 1, 1] = y1
-            acc[i, 2, 0] = x2
-            acc[i, 2, 1] = y2
-            acc[i, 3, 0] = x3
-            acc[i, 3, 1] = y3
-            acc[i, 4, 0] = x4
-            acc[i, 4, 1] = y4
-            acc[i, 5, 0] = x5
-            acc[i, 5, 1] = y5
-            acc[i, 6, 0] = x6
-            acc[i, 6, 1] = y6
-            acc[i, 7, 0] = x7
-            acc[i, 7, 1] = y7
-    return acc
-
-
-@_jit
-def _sliced8_wide(
-    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
-) -> np.ndarray:  # pragma: no cover - numba
-    """Sliced GF(2^8) product for any ``W`` (vectorised word loop; best for W >= 4)."""
+    Rows of one or two words keep their 8 or 16 accumulators in registers (spelled out: numba
+    cannot keep a small array in registers); wider rows loop over words in memory, vectorised.
+    """
     m, k = a.shape
     n_words = planes.shape[2]
     low = _lowbit()
@@ -396,13 +283,103 @@ def _sliced8_wide(
     for k0 in range(0, k, chunk):
         kc = min(chunk, k - k0)
         _build(planes, k0, kc, tab, low)
-        for i in range(m):
-            for kk in range(kc):
-                c = a[i, k0 + kk]
-                for p in range(8):
-                    t = rows[c, p]
-                    for w in range(n_words):
-                        acc[i, p, w] ^= tab[kk, 0, t, w]
+        if n_words == 1:
+            for i in range(m):
+                x0 = acc[i, 0, 0]
+                x1 = acc[i, 1, 0]
+                x2 = acc[i, 2, 0]
+                x3 = acc[i, 3, 0]
+                x4 = acc[i, 4, 0]
+                x5 = acc[i, 5, 0]
+                x6 = acc[i, 6, 0]
+                x7 = acc[i, 7, 0]
+                for kk in range(kc):
+                    r = rows[a[i, k0 + kk]]
+                    t = tab[kk, 0]
+                    x0 ^= t[r[0], 0]
+                    x1 ^= t[r[1], 0]
+                    x2 ^= t[r[2], 0]
+                    x3 ^= t[r[3], 0]
+                    x4 ^= t[r[4], 0]
+                    x5 ^= t[r[5], 0]
+                    x6 ^= t[r[6], 0]
+                    x7 ^= t[r[7], 0]
+                acc[i, 0, 0] = x0
+                acc[i, 1, 0] = x1
+                acc[i, 2, 0] = x2
+                acc[i, 3, 0] = x3
+                acc[i, 4, 0] = x4
+                acc[i, 5, 0] = x5
+                acc[i, 6, 0] = x6
+                acc[i, 7, 0] = x7
+        elif n_words == 2:
+            for i in range(m):
+                x0 = acc[i, 0, 0]
+                y0 = acc[i, 0, 1]
+                x1 = acc[i, 1, 0]
+                y1 = acc[i, 1, 1]
+                x2 = acc[i, 2, 0]
+                y2 = acc[i, 2, 1]
+                x3 = acc[i, 3, 0]
+                y3 = acc[i, 3, 1]
+                x4 = acc[i, 4, 0]
+                y4 = acc[i, 4, 1]
+                x5 = acc[i, 5, 0]
+                y5 = acc[i, 5, 1]
+                x6 = acc[i, 6, 0]
+                y6 = acc[i, 6, 1]
+                x7 = acc[i, 7, 0]
+                y7 = acc[i, 7, 1]
+                for kk in range(kc):
+                    c = a[i, k0 + kk]
+                    t = rows[c, 0]
+                    x0 ^= tab[kk, 0, t, 0]
+                    y0 ^= tab[kk, 0, t, 1]
+                    t = rows[c, 1]
+                    x1 ^= tab[kk, 0, t, 0]
+                    y1 ^= tab[kk, 0, t, 1]
+                    t = rows[c, 2]
+                    x2 ^= tab[kk, 0, t, 0]
+                    y2 ^= tab[kk, 0, t, 1]
+                    t = rows[c, 3]
+                    x3 ^= tab[kk, 0, t, 0]
+                    y3 ^= tab[kk, 0, t, 1]
+                    t = rows[c, 4]
+                    x4 ^= tab[kk, 0, t, 0]
+                    y4 ^= tab[kk, 0, t, 1]
+                    t = rows[c, 5]
+                    x5 ^= tab[kk, 0, t, 0]
+                    y5 ^= tab[kk, 0, t, 1]
+                    t = rows[c, 6]
+                    x6 ^= tab[kk, 0, t, 0]
+                    y6 ^= tab[kk, 0, t, 1]
+                    t = rows[c, 7]
+                    x7 ^= tab[kk, 0, t, 0]
+                    y7 ^= tab[kk, 0, t, 1]
+                acc[i, 0, 0] = x0
+                acc[i, 0, 1] = y0
+                acc[i, 1, 0] = x1
+                acc[i, 1, 1] = y1
+                acc[i, 2, 0] = x2
+                acc[i, 2, 1] = y2
+                acc[i, 3, 0] = x3
+                acc[i, 3, 1] = y3
+                acc[i, 4, 0] = x4
+                acc[i, 4, 1] = y4
+                acc[i, 5, 0] = x5
+                acc[i, 5, 1] = y5
+                acc[i, 6, 0] = x6
+                acc[i, 6, 1] = y6
+                acc[i, 7, 0] = x7
+                acc[i, 7, 1] = y7
+        else:
+            for i in range(m):
+                for kk in range(kc):
+                    c = a[i, k0 + kk]
+                    for p in range(8):
+                        t = rows[c, p]
+                        for w in range(n_words):
+                            acc[i, p, w] ^= tab[kk, 0, t, w]
     return acc
 
 
@@ -425,10 +402,26 @@ def _direct8(a: np.ndarray, b: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pra
 
 @_jit
 def _matvec8(a: np.ndarray, x: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pragma: no cover
-    """``a @ x`` over GF(2^8) for a vector ``x``."""
+    """``a @ x`` over GF(2^8) for a vector ``x``; four rows at a time share ``MT[x[k]]``."""
     m, k = a.shape
     out = np.zeros(m, dtype=np.uint8)
-    for i in range(m):
+    m4 = m - m % 4
+    for i in range(0, m4, 4):
+        s0 = np.uint8(0)
+        s1 = np.uint8(0)
+        s2 = np.uint8(0)
+        s3 = np.uint8(0)
+        for kk in range(k):
+            row = mt[x[kk]]
+            s0 ^= row[a[i, kk]]
+            s1 ^= row[a[i + 1, kk]]
+            s2 ^= row[a[i + 2, kk]]
+            s3 ^= row[a[i + 3, kk]]
+        out[i] = s0
+        out[i + 1] = s1
+        out[i + 2] = s2
+        out[i + 3] = s3
+    for i in range(m4, m):
         s = np.uint8(0)
         for kk in range(k):
             s ^= mt[x[kk], a[i, kk]]
@@ -438,165 +431,18 @@ def _matvec8(a: np.ndarray, x: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pra
 
 # --------------------------------------------------------------------------------------------
 # GF(2^16) kernels
-#
-# Same contract with ``planes = _pack(b, 16)`` (k, 16, W) and ``rows`` (2, 256, 16): row ``p`` of
-# M(c) is ``rows[0, c & 255, p] ^ rows[1, c >> 8, p]``; its low byte indexes the table of planes
-# 0-7, its high byte the table of planes 8-15.  The register kernels do planes 0-7, then 8-15.
 
 
 @_jit
-def _sliced16_w1(
+def _sliced16(
     a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
 ) -> np.ndarray:  # pragma: no cover - numba
-    """Sliced GF(2^16) product for ``W == 1`` (n <= 64)."""
-    m, k = a.shape
-    low = _lowbit()
-    acc = np.zeros((m, 16, 1), dtype=np.uint64)
-    tab = np.empty((chunk, 2, 256, 1), dtype=np.uint64)
-    for k0 in range(0, k, chunk):
-        kc = min(chunk, k - k0)
-        _build(planes, k0, kc, tab, low)
-        for i in range(m):
-            for q in range(0, 16, 8):
-                x0 = acc[i, q, 0]
-                x1 = acc[i, q + 1, 0]
-                x2 = acc[i, q + 2, 0]
-                x3 = acc[i, q + 3, 0]
-                x4 = acc[i, q + 4, 0]
-                x5 = acc[i, q + 5, 0]
-                x6 = acc[i, q + 6, 0]
-                x7 = acc[i, q + 7, 0]
-                for kk in range(kc):
-                    c = a[i, k0 + kk]
-                    ra = rows[0, c & 255]
-                    rb = rows[1, c >> 8]
-                    tl = tab[kk, 0]
-                    th = tab[kk, 1]
-                    t = ra[q] ^ rb[q]
-                    x0 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                    t = ra[q + 1] ^ rb[q + 1]
-                    x1 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                    t = ra[q + 2] ^ rb[q + 2]
-                    x2 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                    t = ra[q + 3] ^ rb[q + 3]
-                    x3 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                    t = ra[q + 4] ^ rb[q + 4]
-                    x4 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                    t = ra[q + 5] ^ rb[q + 5]
-                    x5 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                    t = ra[q + 6] ^ rb[q + 6]
-                    x6 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                    t = ra[q + 7] ^ rb[q + 7]
-                    x7 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
-                acc[i, q, 0] = x0
-                acc[i, q + 1, 0] = x1
-                acc[i, q + 2, 0] = x2
-                acc[i, q + 3, 0] = x3
-                acc[i, q + 4, 0] = x4
-                acc[i, q + 5, 0] = x5
-                acc[i, q + 6, 0] = x6
-                acc[i, q + 7, 0] = x7
-    return acc
+    """Bit-planes (m, 16, W) of ``a @ b`` over GF(2^16); ``planes = _pack(b, 16)`` (k, 16, W).
 
-
-@_jit
-def _sliced16_w2(
-    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
-) -> np.ndarray:  # pragma: no cover - numba
-    """Sliced GF(2^16) product for ``W == 2`` (64 < n <= 128)."""
-    m, k = a.shape
-    low = _lowbit()
-    acc = np.zeros((m, 16, 2), dtype=np.uint64)
-    tab = np.empty((chunk, 2, 256, 2), dtype=np.uint64)
-    for k0 in range(0, k, chunk):
-        kc = min(chunk, k - k0)
-        _build(planes, k0, kc, tab, low)
-        for i in range(m):
-            for q in range(0, 16, 8):
-                x0 = acc[i, q, 0]
-                y0 = acc[i, q, 1]
-                x1 = acc[i, q + 1, 0]
-                y1 = acc[i, q + 1, 1]
-                x2 = acc[i, q + 2, 0]
-                y2 = acc[i, q + 2, 1]
-                x3 = acc[i, q + 3, 0]
-                y3 = acc[i, q + 3, 1]
-                x4 = acc[i, q + 4, 0]
-                y4 = acc[i, q + 4, 1]
-                x5 = acc[i, q + 5, 0]
-                y5 = acc[i, q + 5, 1]
-                x6 = acc[i, q + 6, 0]
-                y6 = acc[i, q + 6, 1]
-                x7 = acc[i, q + 7, 0]
-                y7 = acc[i, q + 7, 1]
-                for kk in range(kc):
-                    c = a[i, k0 + kk]
-                    ra = rows[0, c & 255]
-                    rb = rows[1, c >> 8]
-                    t = ra[q] ^ rb[q]
-                    u = t & 255
-                    v = t >> 8
-                    x0 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y0 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                    t = ra[q + 1] ^ rb[q + 1]
-                    u = t & 255
-                    v = t >> 8
-                    x1 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y1 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                    t = ra[q + 2] ^ rb[q + 2]
-                    u = t & 255
-                    v = t >> 8
-                    x2 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y2 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                    t = ra[q + 3] ^ rb[q + 3]
-                    u = t & 255
-                    v = t >> 8
-                    x3 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y3 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                    t = ra[q + 4] ^ rb[q + 4]
-                    u = t & 255
-                    v = t >> 8
-                    x4 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y4 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                    t = ra[q + 5] ^ rb[q + 5]
-                    u = t & 255
-                    v = t >> 8
-                    x5 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y5 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                    t = ra[q + 6] ^ rb[q + 6]
-                    u = t & 255
-                    v = t >> 8
-                    x6 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y6 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                    t = ra[q + 7] ^ rb[q + 7]
-                    u = t & 255
-                    v = t >> 8
-                    x7 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
-                    y7 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
-                acc[i, q, 0] = x0
-                acc[i, q, 1] = y0
-                acc[i, q + 1, 0] = x1
-                acc[i, q + 1, 1] = y1
-                acc[i, q + 2, 0] = x2
-                acc[i, q + 2, 1] = y2
-                acc[i, q + 3, 0] = x3
-                acc[i, q + 3, 1] = y3
-                acc[i, q + 4, 0] = x4
-                acc[i, q + 4, 1] = y4
-                acc[i, q + 5, 0] = x5
-                acc[i, q + 5, 1] = y5
-                acc[i, q + 6, 0] = x6
-                acc[i, q + 6, 1] = y6
-                acc[i, q + 7, 0] = x7
-                acc[i, q + 7, 1] = y7
-    return acc
-
-
-@_jit
-def _sliced16_wide(
-    a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
-) -> np.ndarray:  # pragma: no cover - numba
-    """Sliced GF(2^16) product for any ``W`` (vectorised word loop; best for W >= 4)."""
+    Row ``p`` of M(c) is ``rows[0, c & 255, p] ^ rows[1, c >> 8, p]``; its low byte indexes the
+    table of planes 0-7, its high byte the table of planes 8-15.  Rows of one or two words do
+    planes 0-7 then 8-15 with register accumulators; wider rows loop over words in memory.
+    """
     m, k = a.shape
     n_words = planes.shape[2]
     low = _lowbit()
@@ -605,19 +451,140 @@ def _sliced16_wide(
     for k0 in range(0, k, chunk):
         kc = min(chunk, k - k0)
         _build(planes, k0, kc, tab, low)
-        for i in range(m):
-            for kk in range(kc):
-                c = a[i, k0 + kk]
-                if c == 0:
-                    continue
-                ra = rows[0, c & 255]
-                rb = rows[1, c >> 8]
-                for p in range(16):
-                    t = ra[p] ^ rb[p]
-                    u = t & 255
-                    v = t >> 8
-                    for w in range(n_words):
-                        acc[i, p, w] ^= tab[kk, 0, u, w] ^ tab[kk, 1, v, w]
+        if n_words == 1:
+            for i in range(m):
+                for q in range(0, 16, 8):
+                    x0 = acc[i, q, 0]
+                    x1 = acc[i, q + 1, 0]
+                    x2 = acc[i, q + 2, 0]
+                    x3 = acc[i, q + 3, 0]
+                    x4 = acc[i, q + 4, 0]
+                    x5 = acc[i, q + 5, 0]
+                    x6 = acc[i, q + 6, 0]
+                    x7 = acc[i, q + 7, 0]
+                    for kk in range(kc):
+                        c = a[i, k0 + kk]
+                        ra = rows[0, c & 255]
+                        rb = rows[1, c >> 8]
+                        tl = tab[kk, 0]
+                        th = tab[kk, 1]
+                        t = ra[q] ^ rb[q]
+                        x0 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                        t = ra[q + 1] ^ rb[q + 1]
+                        x1 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                        t = ra[q + 2] ^ rb[q + 2]
+                        x2 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                        t = ra[q + 3] ^ rb[q + 3]
+                        x3 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                        t = ra[q + 4] ^ rb[q + 4]
+                        x4 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                        t = ra[q + 5] ^ rb[q + 5]
+                        x5 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                        t = ra[q + 6] ^ rb[q + 6]
+                        x6 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                        t = ra[q + 7] ^ rb[q + 7]
+                        x7 ^= tl[t & 255, 0] ^ th[t >> 8, 0]
+                    acc[i, q, 0] = x0
+                    acc[i, q + 1, 0] = x1
+                    acc[i, q + 2, 0] = x2
+                    acc[i, q + 3, 0] = x3
+                    acc[i, q + 4, 0] = x4
+                    acc[i, q + 5, 0] = x5
+                    acc[i, q + 6, 0] = x6
+                    acc[i, q + 7, 0] = x7
+        elif n_words == 2:
+            for i in range(m):
+                for q in range(0, 16, 8):
+                    x0 = acc[i, q, 0]
+                    y0 = acc[i, q, 1]
+                    x1 = acc[i, q + 1, 0]
+                    y1 = acc[i, q + 1, 1]
+                    x2 = acc[i, q + 2, 0]
+                    y2 = acc[i, q + 2, 1]
+                    x3 = acc[i, q + 3, 0]
+                    y3 = acc[i, q + 3, 1]
+                    x4 = acc[i, q + 4, 0]
+                    y4 = acc[i, q + 4, 1]
+                    x5 = acc[i, q + 5, 0]
+                    y5 = acc[i, q + 5, 1]
+                    x6 = acc[i, q + 6, 0]
+                    y6 = acc[i, q + 6, 1]
+                    x7 = acc[i, q + 7, 0]
+                    y7 = acc[i, q + 7, 1]
+                    for kk in range(kc):
+                        c = a[i, k0 + kk]
+                        ra = rows[0, c & 255]
+                        rb = rows[1, c >> 8]
+                        t = ra[q] ^ rb[q]
+                        u = t & 255
+                        v = t >> 8
+                        x0 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y0 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                        t = ra[q + 1] ^ rb[q + 1]
+                        u = t & 255
+                        v = t >> 8
+                        x1 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y1 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                        t = ra[q + 2] ^ rb[q + 2]
+                        u = t & 255
+                        v = t >> 8
+                        x2 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y2 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                        t = ra[q + 3] ^ rb[q + 3]
+                        u = t & 255
+                        v = t >> 8
+                        x3 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y3 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                        t = ra[q + 4] ^ rb[q + 4]
+                        u = t & 255
+                        v = t >> 8
+                        x4 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y4 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                        t = ra[q + 5] ^ rb[q + 5]
+                        u = t & 255
+                        v = t >> 8
+                        x5 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y5 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                        t = ra[q + 6] ^ rb[q + 6]
+                        u = t & 255
+                        v = t >> 8
+                        x6 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y6 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                        t = ra[q + 7] ^ rb[q + 7]
+                        u = t & 255
+                        v = t >> 8
+                        x7 ^= tab[kk, 0, u, 0] ^ tab[kk, 1, v, 0]
+                        y7 ^= tab[kk, 0, u, 1] ^ tab[kk, 1, v, 1]
+                    acc[i, q, 0] = x0
+                    acc[i, q, 1] = y0
+                    acc[i, q + 1, 0] = x1
+                    acc[i, q + 1, 1] = y1
+                    acc[i, q + 2, 0] = x2
+                    acc[i, q + 2, 1] = y2
+                    acc[i, q + 3, 0] = x3
+                    acc[i, q + 3, 1] = y3
+                    acc[i, q + 4, 0] = x4
+                    acc[i, q + 4, 1] = y4
+                    acc[i, q + 5, 0] = x5
+                    acc[i, q + 5, 1] = y5
+                    acc[i, q + 6, 0] = x6
+                    acc[i, q + 6, 1] = y6
+                    acc[i, q + 7, 0] = x7
+                    acc[i, q + 7, 1] = y7
+        else:
+            for i in range(m):
+                for kk in range(kc):
+                    c = a[i, k0 + kk]
+                    if c == 0:
+                        continue
+                    ra = rows[0, c & 255]
+                    rb = rows[1, c >> 8]
+                    for p in range(16):
+                        t = ra[p] ^ rb[p]
+                        u = t & 255
+                        v = t >> 8
+                        for w in range(n_words):
+                            acc[i, p, w] ^= tab[kk, 0, u, w] ^ tab[kk, 1, v, w]
     return acc
 
 
@@ -671,7 +638,7 @@ def _matvec16(
 #: per row.  ``entry1`` / ``entry2`` / ``entry_a + entry_b W``: per table entry built.
 #: ``pack`` / ``unpack`` / ``copy`` (transpose): per element.  ``call``: fixed cost of a kernel.
 _COST: dict[int, dict[str, float]] = {
-    8: {"direct": 0.4, "matvec": 0.75, "lookup1": 0.48, "lookup2": 0.92, "lookup_a": 1.2,
+    8: {"direct": 0.4, "matvec": 0.5, "lookup1": 0.48, "lookup2": 0.92, "lookup_a": 1.2,
         "lookup_b": 0.15, "entry1": 0.4, "entry2": 0.7, "entry_a": 2.0, "entry_b": 0.16,
         "pack": 1.0, "unpack": 0.75, "copy": 0.6, "call": 2e4},
     16: {"direct": 0.85, "matvec": 1.3, "lookup1": 1.3, "lookup2": 2.6, "lookup_a": 3.3,
@@ -721,21 +688,17 @@ def _choose(m: int, k: int, n: int, degree: int) -> str:
     return "sliced" if best == sliced else "sliced_t"
 
 
-_SLICED = {
-    8: {1: _sliced8_w1, 2: _sliced8_w2, 0: _sliced8_wide},
-    16: {1: _sliced16_w1, 2: _sliced16_w2, 0: _sliced16_wide},
-}
-
-
 def _sliced(a: np.ndarray, b: np.ndarray, degree: int, chunk: int | None = None) -> np.ndarray:
     """``a @ b`` (2-D, contiguous) by the bit-sliced kernel, packing ``b``'s columns."""
     t = tables(degree)
     planes = _pack(b, degree)
     n_words = planes.shape[2]
-    kernels = _SLICED[degree]
-    kernel = kernels.get(n_words, kernels[0])
-    rows = t.rows[0] if degree == 8 else t.rows
-    acc = kernel(a, planes, rows, _chunk(n_words, degree) if chunk is None else chunk)
+    if chunk is None:
+        chunk = _chunk(n_words, degree)
+    if degree == 8:
+        acc = _sliced8(a, planes, t.rows[0], chunk)
+    else:
+        acc = _sliced16(a, planes, t.rows, chunk)
     out = np.empty((a.shape[0], b.shape[1]), dtype=_DTYPES[degree])
     _unpack(acc, out)
     return out

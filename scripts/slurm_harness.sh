@@ -25,7 +25,8 @@
 #                        removed at the end unless something failed or HARNESS_KEEP=1)
 #   HARNESS_JOBS         shipped scripts to submit (default: "cec-srun cec-mpiexec coded")
 #   HARNESS_AUTH         munge or none (default: munge if munged is installed)
-#   HARNESS_PORT         slurmctld port; slurmd uses the next one (default: 16817)
+#   HARNESS_PORT         slurmctld port; slurmd uses the next one (default: the first
+#                        free pair from 16817)
 #   HARNESS_NTASKS       ranks of each job (default: 7, the seed example's N + 1)
 #   HARNESS_JOB_TIMEOUT  seconds to wait for each job (default: 300)
 #   HARNESS_CODED_ARGS, HARNESS_CODED_CONFIG, HARNESS_CODED_NTASKS: the coded job's
@@ -37,7 +38,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${MPI_CODED_PYTHON:-$ROOT/.venv/bin/python}
 JOBS=${HARNESS_JOBS-cec-srun cec-mpiexec coded}
-PORT=${HARNESS_PORT:-16817}
+PORT=${HARNESS_PORT:-}
 NTASKS=${HARNESS_NTASKS:-7}
 JOB_TIMEOUT=${HARNESS_JOB_TIMEOUT:-300}
 # A small coded job on 7 ranks (K = 6 servers + the master).
@@ -158,6 +159,15 @@ else
     setup_error "HARNESS_AUTH must be munge or none (got '$AUTH')"
 fi
 
+# --- ports: the first free pair from 16817 (another harness may be running) ------------
+listening() { (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; }
+if [ -z "$PORT" ]; then
+    for p in $(seq 16817 2 16999); do
+        if ! listening "$p" && ! listening $((p + 1)); then PORT=$p; break; fi
+    done
+    [ -n "$PORT" ] || setup_error "no free port pair in 16817-17000 (set HARNESS_PORT)"
+fi
+
 # --- slurm.conf ---------------------------------------------------------------------
 cat > "$CONF" << EOF
 # Written by scripts/slurm_harness.sh: a single-node cluster for tests.
@@ -203,7 +213,7 @@ slurmd -D -f "$CONF" > "$STATE/slurmd.out" 2>&1 &
 PIDS+=($!)
 node_idle() { sinfo -h -n "$HOST" -o %t | grep -qx 'idle'; }
 wait_for 60 "node $HOST idle" node_idle
-echo "harness: SLURM up on $HOST ($NCPU CPUs, auth $AUTH), SLURM_CONF=$CONF"
+echo "harness: SLURM up on $HOST ($NCPU CPUs, auth $AUTH, port $PORT), SLURM_CONF=$CONF"
 
 # --- jobs ---------------------------------------------------------------------------
 job_field() {  # job_field JOBID FIELD

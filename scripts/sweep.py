@@ -309,32 +309,44 @@ def sweep_slurm(runs: list[tuple[int, int, dict[str, Any], list[str], int]],
     by_world: dict[int, list[tuple[int, int, dict[str, Any], list[str], int]]] = {}
     for run_spec in runs:
         by_world.setdefault(run_spec[4], []).append(run_spec)
-    for world, group in by_world.items():
-        gdir = work / f"ntasks-{world}"
-        (gdir / "tasks").mkdir(parents=True, exist_ok=True)
-        (gdir / "runs").mkdir(exist_ok=True)
-        for i, (_, _, _, args, _) in enumerate(group):
-            (gdir / "tasks" / f"{i}.args").write_text("\n".join(args) + "\n")
-        cmd = ["sbatch", "--parsable", f"--array=0-{len(group) - 1}%{opts.max_parallel}",
-               f"--ntasks={world}", f"--time={opts.time}", "--job-name=mpi-coded-sweep",
-               f"--output={gdir}/slurm-%A_%a.out", *shlex.split(opts.sbatch_args),
-               str(ROOT / "slurm" / "sweep_array.sh")]
-        env = {"SWEEP_DIR": str(gdir), "MPI_CODED_PYTHON": opts.python,
-               "MPI_CODED_ROOT": str(ROOT), "LAUNCHER": opts.launcher}
-        sub = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120,
-                             env={**os.environ, **env})
-        if sub.returncode != 0:
-            raise SweepError(f"sbatch failed ({sub.returncode}): {sub.stderr.strip()}")
-        job_id = sub.stdout.strip().split(";")[0]
-        print(f"submitted array job {job_id}: {len(group)} runs of {world} ranks "
-              f"(launcher {opts.launcher})", flush=True)
-        deadline = time.monotonic() + opts.timeout * len(group) + opts.queue_wait
-        while not job_gone(job_id):
+    submitted: list[tuple[str, int, Path]] = []  # (array job id, world size, its directory)
+    try:
+        for world, group in by_world.items():
+            gdir = work / f"ntasks-{world}"
+            (gdir / "tasks").mkdir(parents=True, exist_ok=True)
+            (gdir / "runs").mkdir(exist_ok=True)
+            for i, (_, _, _, args, _) in enumerate(group):
+                (gdir / "tasks" / f"{i}.args").write_text("\n".join(args) + "\n")
+            cmd = ["sbatch", "--parsable", f"--array=0-{len(group) - 1}%{opts.max_parallel}",
+                   f"--ntasks={world}", f"--time={opts.time}", "--job-name=mpi-coded-sweep",
+                   f"--output={gdir}/slurm-%A_%a.out"]
+            if opts.max_parallel == 1 and submitted:
+                # one run at a time across the arrays too: no co-scheduled timings
+                cmd.append(f"--dependency=afterany:{submitted[-1][0]}")
+            cmd += [*shlex.split(opts.sbatch_args), str(ROOT / "slurm" / "sweep_array.sh")]
+            env = {"SWEEP_DIR": str(gdir), "MPI_CODED_PYTHON": opts.python,
+                   "MPI_CODED_ROOT": str(ROOT), "LAUNCHER": opts.launcher}
+            sub = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120,
+                                 env={**os.environ, **env})
+            if sub.returncode != 0:
+                raise SweepError(f"sbatch failed ({sub.returncode}): {sub.stderr.strip()}")
+            job_id = sub.stdout.strip().split(";")[0]
+            submitted.append((job_id, world, gdir))
+            print(f"submitted array job {job_id}: {len(group)} runs of {world} ranks "
+                  f"(launcher {opts.launcher})", flush=True)
+        deadline = time.monotonic() + opts.timeout * len(runs) + opts.queue_wait
+        while not all(job_gone(j) for j, _, _ in submitted):
             if time.monotonic() > deadline:
-                subprocess.run(["scancel", job_id], timeout=60)
-                print(f"array job {job_id} timed out: cancelled", file=sys.stderr)
+                print("sweep: the array jobs timed out: cancelled", file=sys.stderr)
                 break
             time.sleep(1.0)
+    finally:  # on timeout, error or Ctrl-C: leave nothing queued or running
+        left = [j for j, _, _ in submitted if not job_gone(j)]
+        if left:
+            subprocess.run(["scancel", *left], timeout=60)
+    done = {world: (job_id, gdir) for job_id, world, gdir in submitted}
+    for world, group in by_world.items():
+        job_id, gdir = done[world]
         for i, (run, rep, params, _, _) in enumerate(group):
             lines = read_jsonl(gdir / "runs" / f"{i}.jsonl")
             rc_file = gdir / "runs" / f"{i}.rc"
@@ -342,8 +354,8 @@ def sweep_slurm(runs: list[tuple[int, int, dict[str, Any], list[str], int]],
             rc = info.pop("rc", None)
             log = gdir / f"slurm-{job_id}_{i}.out"
             text = log.read_text() if log.is_file() else f"(no output {log})"
-            extra = {"slurm": {**info, "ntasks": world}} if info else {"slurm": {"ntasks": world}}
-            why = col.add(run, rep, params, lines, rc, text, extra)
+            why = col.add(run, rep, params, lines, rc, text,
+                          {"slurm": {**info, "ntasks": world}})
             print(f"[{run + 1}/{len(runs)}] {describe(params, rep)}: "
                   f"{'ok ' + summary_note(lines) if why is None else 'FAILED: ' + why}",
                   flush=True)

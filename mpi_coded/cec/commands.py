@@ -58,12 +58,17 @@ def register_plan(sub: Any) -> None:
 def cmd_run_cec(args: argparse.Namespace) -> int:
     from mpi_coded.cec.config import load_config
 
+    from mpi_coded.faults import parse_faults
+
     cfg = load_config(args.config).with_overrides(
         field=args.field, policy=args.policy, t_row=args.t_row, seed=args.seed,
         timeout_s=args.timeout)
+    faults = parse_faults(args.fault, "cec", cfg.world_size)
+    if args.resume:
+        require(bool(args.out), "--resume", "needs --out, the results file to continue")
     from mpi_coded.runtime import cec_job  # imports mpi4py: MPI starts here
 
-    return cec_job.run(cfg, args.out)
+    return cec_job.run(cfg, args.out, faults, args.resume)
 
 
 def register_run(sub: Any) -> None:
@@ -76,4 +81,9 @@ def register_run(sub: Any) -> None:
                    help="override: seconds per row at speed 1")
     p.add_argument("--seed", type=int, default=None, help="override: random seed")
     p.add_argument("--timeout", type=float, default=None, help="override: deadline of every wait")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the job recorded in --out after its last completed step")
+    p.add_argument("--fault", action="append", default=None, metavar="SPEC",
+                   help="inject a fault: kill:RANK:PHASE[@STEP], stall:RANK:PHASE[@STEP]:SECONDS, "
+                        "slow:RANK:FACTOR, garble:RANK:PHASE[@STEP] (repeatable)")
     p.set_defaults(func=cmd_run_cec)

@@ -17,7 +17,9 @@ Keys (top level of the TOML file)::
     t_row = 0.001              # seconds one row takes at speed 1 (>= 0)
     seed = 0                   # data, vectors and random availability
     data = ""                  # optional .npy file holding X (q x r)
-    timeout_s = 120.0          # deadline of every wait, seconds
+    timeout_s = 120.0          # deadline of every other wait, seconds
+    deadline_factor = 2.0      # a step's deadline: factor * predicted + slack; machines
+    deadline_slack_s = 2.0     #   that miss it are re-planned away within the step
     [availability]
     kind = "schedule"          # or "random", "trace"
     schedule = [[1,2,3,4,5,6], [1,2,3,5,6], [1,2,3,5], [2,3,5]]
@@ -57,7 +59,7 @@ SEED_SCHEDULE: tuple[tuple[int, ...], ...] = (
 )
 AVAILABILITY_KINDS = ("schedule", "random", "trace")
 TOP_KEYS = ("N", "L", "speeds", "rows", "cols", "field", "policy", "t_row", "seed", "data",
-            "timeout_s", "availability", "job")
+            "timeout_s", "deadline_factor", "deadline_slack_s", "availability", "job")
 AVAIL_KEYS = ("kind", "schedule", "p", "steps", "path")
 
 
@@ -96,6 +98,8 @@ class CECConfig:
     seed: int = 0
     data: str = ""
     timeout_s: float = 120.0
+    deadline_factor: float = 2.0
+    deadline_slack_s: float = 2.0
     availability_kind: str = "schedule"
     schedule: tuple[tuple[int, ...], ...] = SEED_SCHEDULE
     p: float = 0.0
@@ -116,6 +120,10 @@ class CECConfig:
     def world_size(self) -> int:
         return self.N + 1
 
+    def step_deadline(self, predicted_s: float) -> float:
+        """Seconds a step may take before late machines are re-planned away."""
+        return self.deadline_factor * predicted_s + self.deadline_slack_s
+
     def validate(self) -> CECConfig:
         require(self.N >= 1, "N", "must be >= 1", self.N)
         require(self.L >= 1, "L", "must be >= 1", self.L)
@@ -134,6 +142,10 @@ class CECConfig:
                 self.policy)
         require(self.t_row >= 0, "t_row", "must be >= 0 seconds", self.t_row)
         require(self.timeout_s > 0, "timeout_s", "must be > 0 seconds", self.timeout_s)
+        require(self.deadline_factor >= 1, "deadline_factor", "must be >= 1",
+                self.deadline_factor)
+        require(self.deadline_slack_s > 0, "deadline_slack_s", "must be > 0 seconds",
+                self.deadline_slack_s)
         require(self.seed >= 0, "seed", "must be >= 0", self.seed)
         require(self.availability_kind in AVAILABILITY_KINDS, "availability.kind",
                 f"must be one of {', '.join(AVAILABILITY_KINDS)}", self.availability_kind)
@@ -237,7 +249,7 @@ def from_mapping(d: Mapping[str, Any], source: str = "config") -> CECConfig:
     for k in ("N", "L", "rows", "cols", "seed"):
         if k in d:
             kw[k] = _int(d[k], k)
-    for k in ("t_row", "timeout_s"):
+    for k in ("t_row", "timeout_s", "deadline_factor", "deadline_slack_s"):
         if k in d:
             kw[k] = _float(d[k], k)
     for k in ("field", "policy", "data"):

@@ -75,9 +75,12 @@ def _run_coded(args: argparse.Namespace) -> int:
         "scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field", "straggler",
         "t_row", "chunks", "seed", "reps", "timeout_s", "assignment")}
     job = load_job(args.config, overrides)
+    from mpi_coded.faults import parse_faults
+
+    faults = parse_faults(args.fault, "coded", job.world_size)
     from mpi_coded.runtime import coded_job  # imports mpi4py: MPI starts here
 
-    return coded_job.run(job, args.out)
+    return coded_job.run(job, args.out, faults)
 
 
 def register_run(subparsers: Any) -> argparse.ArgumentParser:
@@ -105,5 +108,8 @@ def register_run(subparsers: Any) -> argparse.ArgumentParser:
                    help="deadline of every wait, seconds")
     p.add_argument("--assignment", default=None, help="bdc: a saved P matrix (.npy)")
     p.add_argument("--out", default="results/coded.jsonl", help="JSON-lines results (appended)")
+    p.add_argument("--fault", action="append", default=None, metavar="SPEC",
+                   help="inject a fault: kill:RANK:PHASE[@REP], stall:RANK:PHASE[@REP]:SECONDS, "
+                        "slow:RANK:FACTOR, garble:RANK:PHASE[@REP] (repeatable)")
     p.set_defaults(func=_run_coded)
     return p

@@ -6,6 +6,7 @@ from mpi4py import MPI
 
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.errors import ConfigError
+from mpi_coded.faults import Fault
 from mpi_coded.runtime.cec_machine import machine_main
 from mpi_coded.runtime.cec_master import master_main
 from mpi_coded.runtime.guard import Phase, guarded
@@ -19,14 +20,15 @@ def check_world(cfg: CECConfig, comm: MPI.Comm) -> None:
                           "machines)", size)
 
 
-def run(cfg: CECConfig, out: str | None) -> int:
+def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
+        resume: bool = False) -> int:
     comm = MPI.COMM_WORLD
     check_world(cfg, comm)
 
     def body(phase: Phase) -> int:
         if comm.Get_rank() == 0:
-            return master_main(cfg, comm, phase, out)
-        machine_main(cfg, comm, phase)
+            return master_main(cfg, comm, phase, out, resume)
+        machine_main(cfg, comm, phase, faults)
         return 0
 
     return int(guarded(body, comm))

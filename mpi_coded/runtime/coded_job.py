@@ -6,12 +6,13 @@ from mpi4py import MPI
 
 from mpi_coded.coded.job import CodedJob
 from mpi_coded.errors import ConfigError
+from mpi_coded.faults import Fault
 from mpi_coded.runtime.coded_master import master_main
 from mpi_coded.runtime.coded_server import server_main
 from mpi_coded.runtime.guard import Phase, guarded
 
 
-def run(job: CodedJob, out: str | None) -> int:
+def run(job: CodedJob, out: str | None, faults: tuple[Fault, ...] = ()) -> int:
     comm = MPI.COMM_WORLD
     size = comm.Get_size()
     if size != job.world_size:
@@ -21,7 +22,7 @@ def run(job: CodedJob, out: str | None) -> int:
     def body(phase: Phase) -> int:
         if comm.Get_rank() == 0:
             return master_main(job, comm, phase, out)
-        server_main(job, comm, phase)
+        server_main(job, comm, phase, faults)
         return 0
 
     return int(guarded(body, comm))

@@ -30,7 +30,13 @@ from mpi_coded.runtime.coded_common import build_setup, encode_map_end
 from mpi_coded.runtime.coded_server import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.runtime.guard import Phase
 from mpi_coded.runtime.inbox import Inbox
-from mpi_coded.runtime.wait import ACTIVE_MAX_SLEEP, deadline_in, poll_until, wait_all
+from mpi_coded.runtime.wait import (
+    ACTIVE_MAX_SLEEP,
+    DeadlineExceeded,
+    deadline_in,
+    poll_until,
+    wait_all,
+)
 
 REAL_TOLERANCE = 1e-6
 
@@ -58,25 +64,54 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
     writer.write({"kind": "config", "job": "coded", **job.to_dict(), **ctx})
     want = field.matmul(setup.A, setup.X)  # the direct product, for verification
     inbox = {s: Inbox(comm, rank_of(s)) for s in servers}
+    host = {s: "?" for s in servers}
+    late_map = {s: -1 for s in servers}  # repetition whose MAP_DONE is still to come
 
-    def collect(who: list[int], kind: P.Kind, rep: int, what: str, aux: int | None = None
-                ) -> dict[int, tuple[P.Header, np.ndarray | None]]:
+    def name(who: Any) -> str:
+        return ", ".join(f"server {s} = rank {rank_of(s)} ({host[s]})" for s in sorted(who))
+
+    def poll(s: int, kind: P.Kind, rep: int, deadline: float
+             ) -> tuple[P.Header, np.ndarray | None] | None:
+        """Next message of ``kind`` from ``s``; a late MAP_DONE of an earlier rep is dropped."""
+        while True:
+            r = inbox[s].test({kind, P.Kind.MAP_DONE}, None, deadline)
+            if r is None:
+                return None
+            h = r[0]
+            if h.kind == P.Kind.MAP_DONE and kind != P.Kind.MAP_DONE or \
+                    h.kind == P.Kind.MAP_DONE and h.step < rep:
+                if h.kind != P.Kind.MAP_DONE or h.step != late_map[s]:
+                    raise P.WireError(f"unexpected {h.kind.name} (rep {h.step}) from {name([s])}")
+                late_map[s] = -1
+                continue
+            if h.step != rep:
+                raise P.WireError(f"{h.kind.name} for repetition {h.step} from {name([s])}, "
+                                  f"expected {rep}")
+            return r
+
+    def collect(who: list[int], kind: P.Kind, rep: int, what: str, aux: int | None = None,
+                timeout: float | None = None) -> dict[int, tuple[P.Header, np.ndarray | None]]:
         got: dict[int, tuple[P.Header, np.ndarray | None]] = {}
-        deadline = deadline_in(job.timeout_s)
+        deadline = deadline_in(job.timeout_s if timeout is None else timeout)
 
         def test() -> bool:
             for s in who:
                 if s not in got:
-                    r = inbox[s].test({kind}, rep, deadline)
+                    r = poll(s, kind, rep, deadline)
                     if r is not None:
                         if aux is not None and r[0].aux != aux:
-                            raise P.WireError(f"{kind.name} from server {s} for phase "
+                            raise P.WireError(f"{kind.name} from {name([s])} for phase "
                                               f"{r[0].aux}, expected {aux}")
                         got[s] = r
             return len(got) == len(who)
 
-        poll_until(test, deadline, f"{what} from servers {sorted(set(who) - set(got))}",
-                   ACTIVE_MAX_SLEEP)
+        try:
+            poll_until(test, deadline, what, ACTIVE_MAX_SLEEP)
+        except DeadlineExceeded:
+            if timeout is not None:
+                return got  # a soft wait: the caller records who did not answer
+            raise DeadlineExceeded(f"timed out after {job.timeout_s} s waiting for {what} "
+                                   f"from {name(set(who) - set(got))}") from None
         return got
 
     def order(who: list[int], kind: P.Kind, rep: int, aux: int) -> None:
@@ -85,7 +120,8 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
             reqs += P.isend(comm, rank_of(s), kind, rep, aux=aux)
         wait_all(reqs, deadline_in(job.timeout_s), f"{kind.name} to be delivered")
 
-    collect(servers, P.Kind.READY, 0, "READY")
+    for s, (_, payload) in collect(servers, P.Kind.READY, 0, "READY").items():
+        host[s] = bytes(payload).decode(errors="replace") if payload is not None else "?"
     print(f"coded job: scheme={p.scheme} K={K} q={p.q} mu={p.mu} m={p.m} n={p.n} N={p.N} "
           f"T={p.T} field={field.name} straggler={job.straggler}", flush=True)
     print(f"{'rep':>3} {'Q':<20} {'extra':<8} {'encode_s':>9} {'map_s':>8} {'shuffle_s':>9} "
@@ -107,14 +143,20 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
         def map_test() -> bool:
             for s in servers:
                 if s not in map_stats:
-                    r = inbox[s].test({P.Kind.MAP_DONE}, rep, deadline)
+                    r = poll(s, P.Kind.MAP_DONE, rep, deadline)
                     if r is not None:
                         assert r[1] is not None
                         map_stats[s] = r[1]
                         finished.append(s)
             return map_phase_done(pl, finished)
 
-        poll_until(map_test, deadline, "enough servers to finish their map", ACTIVE_MAX_SLEEP)
+        try:
+            poll_until(map_test, deadline, "map", ACTIVE_MAX_SLEEP)
+        except DeadlineExceeded:
+            raise DeadlineExceeded(
+                f"timed out after {job.timeout_s} s: too few servers finished their map "
+                f"(finished: {finished}; waiting on {name(set(servers) - set(finished))})"
+            ) from None
         end = map_end(pl, finished)
         t2 = time.perf_counter()
         reqs = []
@@ -135,11 +177,17 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
         t4 = time.perf_counter()
         red = collect(reducers, P.Kind.DONE, rep, "reduce", aux=REDUCE)
 
-        # servers that were told to stop (or finished too late) report their map now
+        # servers told to stop report their map at their next chunk; a stalled one is not
+        # waited for beyond a grace period (its report is dropped when it comes)
         late = [s for s in servers if s not in map_stats]
-        for s, (_, st) in collect(late, P.Kind.MAP_DONE, rep, "late map reports").items():
+        grace = min(job.timeout_s, 1.0 + 2 * (t2 - t1))
+        for s, (_, st) in collect(late, P.Kind.MAP_DONE, rep, "late map reports",
+                                  timeout=grace).items():
             assert st is not None
             map_stats[s] = st
+        unresponsive = [s for s in late if s not in map_stats]
+        for s in unresponsive:
+            late_map[s] = rep
 
         plan = shuffle_plan(pl, end)
         y = field.zeros((p.m, p.N))
@@ -175,6 +223,7 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
                            for s, v in sorted(map_stats.items())},
             "server_shuffle_s": {str(s): float(sh[s][1][0]) for s in finishers},  # type: ignore[index]
             "server_decode_s": {str(s): float(red[s][1][0]) for s in reducers},  # type: ignore[index]
+            "unresponsive": unresponsive,
         }
         writer.write(rec)
         print(f"{rep:>3} {','.join(map(str, end.Q)):<20} {','.join(map(str, end.extra)):<8} "
@@ -188,6 +237,10 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
     writer.write({"kind": "summary", "job": "coded", "reps": job.reps, "all_verified": all_ok,
                   "mean_total_s": float(np.mean([r["total_s"] for r in runs]))})
     writer.close()
+    bye = collect(servers, P.Kind.BYE, job.reps, "BYE", timeout=job.timeout_s)
+    if len(bye) < K:
+        raise DeadlineExceeded(f"{name(set(servers) - set(bye))} did not stop within "
+                               f"{job.timeout_s} s (results are complete)")
     if not all_ok:
         print("mpi-coded: error: decoded outputs did not match A x_i", file=sys.stderr)
         return 1

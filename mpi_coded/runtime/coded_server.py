@@ -13,6 +13,7 @@ Per repetition it obeys the master's phases (SPEC B.2):
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
@@ -23,8 +24,10 @@ from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.placement import rank_of
 from mpi_coded.coded.replay import ServerData
 from mpi_coded.coded.shuffle import Block, ShufflePlan, shuffle_plan
+from mpi_coded.faults import Fault, slow_factor
 from mpi_coded.runtime import protocol as P
 from mpi_coded.runtime.coded_common import Setup, build_setup, decode_map_end
+from mpi_coded.runtime.faults import at_phase
 from mpi_coded.runtime.guard import Phase
 from mpi_coded.runtime.inbox import Inbox
 from mpi_coded.runtime.wait import Backoff, deadline_in, poll_until, wait_all
@@ -42,10 +45,11 @@ def _pad(setup: Setup, vec: np.ndarray, length: int) -> np.ndarray:
 class MapRun:
     """The chunked, throttled map of one repetition."""
 
-    def __init__(self, setup: Setup, server: int, coded: np.ndarray, rep: int) -> None:
+    def __init__(self, setup: Setup, server: int, coded: np.ndarray, rep: int,
+                 slow: float = 1.0) -> None:
         self.setup = setup
         self.coded = coded
-        self.target = setup.job.map_target(server, coded.shape[0], rep)
+        self.target = setup.job.map_target(server, coded.shape[0], rep) * slow
         self.out = setup.field.zeros((coded.shape[0], setup.job.params.N))
         self.compute_s = 0.0
         self.rows_done = 0
@@ -167,25 +171,29 @@ def run_shuffle(comm: MPI.Comm, setup: Setup, plan: ShufflePlan, data: ServerDat
             "bytes_sent": sent_bytes}
 
 
-def server_main(job: Any, comm: MPI.Comm, phase: Phase) -> None:
+def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...] = ()) -> None:
     rank = comm.Get_rank()
     server = rank - 1
     phase.set("setup")
+    at_phase(faults, comm, "setup", None)
     setup = build_setup(job)
     setup.field.warm_up()
     pl = setup.placement
     rows = pl.stored_rows(server)
     deadline = deadline_in(job.timeout_s)
     inbox = Inbox(comm, MASTER)
-    P.send(comm, MASTER, P.Kind.READY, 0, deadline=deadline)
+    host = np.frombuffer(socket.gethostname().encode()[:200], dtype=np.uint8)
+    P.send(comm, MASTER, P.Kind.READY, 0, host, deadline=deadline)
+    slow = slow_factor(faults, rank)
     for rep in range(job.reps):
         phase.set("encode", rep)
         h, _ = inbox.recv({P.Kind.PHASE, P.Kind.STOP}, None, deadline_in(job.timeout_s),
                           "the master's next phase")
         if h.kind == P.Kind.STOP:
-            return
+            break
         if h.aux != ENCODE or h.step != rep:
             raise P.WireError(f"expected encode of repetition {rep}, got phase {h.aux}")
+        at_phase(faults, comm, "encode", rep)
         t = time.perf_counter()
         coded = setup.code.encode(setup.A, rows)
         enc_s = time.perf_counter() - t
@@ -196,7 +204,8 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase) -> None:
         h, _ = inbox.recv({P.Kind.PHASE}, rep, deadline_in(job.timeout_s), "the map order")
         if h.aux != MAP:
             raise P.WireError(f"expected the map phase, got phase {h.aux}")
-        mr = MapRun(setup, server, coded, rep)
+        at_phase(faults, comm, "map", rep)
+        mr = MapRun(setup, server, coded, rep, slow)
         t = time.perf_counter()
         end = mr.run(inbox, deadline_in(job.timeout_s))
         map_wall = time.perf_counter() - t
@@ -217,6 +226,7 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase) -> None:
             continue  # not needed: stopped (or finished too late); wait for the next phase
 
         phase.set("shuffle", rep)
+        at_phase(faults, comm, "shuffle", rep)
         plan = shuffle_plan(pl, MapEnd(Q, extra))
         Y = {b: mr.out[i * pl.rows_per_batch:(i + 1) * pl.rows_per_batch]
              for i, b in enumerate(pl.server_batches[server])}
@@ -234,6 +244,7 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase) -> None:
         h, _ = inbox.recv({P.Kind.PHASE}, rep, deadline_in(job.timeout_s), "the reduce order")
         if h.aux != REDUCE:
             raise P.WireError(f"expected the reduce phase, got phase {h.aux}")
+        at_phase(faults, comm, "reduce", rep)
         red = next(r for r in plan.reducers if r.server == server)
         slot_of = {}
         for b, brows in enumerate(pl.batch_rows):
@@ -250,5 +261,7 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase) -> None:
                deadline=deadline_in(job.timeout_s))
         P.send(comm, MASTER, P.Kind.DONE, rep, np.array([dec_s]), aux=REDUCE,
                deadline=deadline_in(job.timeout_s))
-    phase.set("stop")
-    inbox.recv({P.Kind.STOP}, None, deadline_in(job.timeout_s), "the master's stop")
+    else:
+        phase.set("stop")
+        inbox.recv({P.Kind.STOP}, None, deadline_in(job.timeout_s), "the master's stop")
+    P.send(comm, MASTER, P.Kind.BYE, job.reps, deadline=deadline_in(job.timeout_s))

@@ -48,6 +48,7 @@ class Kind(enum.IntEnum):
     MULTICAST = 24  # server -> server: a coded multicast payload (aux = plan index)
     UNICAST = 25  # server -> server: unicast values (aux = plan index)
     OUTPUT = 26  # reducer -> master: decoded y for its outputs (m x N/q)
+    BYE = 27  # server -> master: stopping (the job may end)
 
 
 PHASES = ("encode", "map", "shuffle", "reduce")
