@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mpi_coded.coded import commands as coded_commands
 
     coded_commands.register_load(sub)
+    from mpi_coded.coded import analysis_commands
+
+    analysis_commands.register(sub)  # model, solve
 
     plan = sub.add_parser("plan", help="print a plan (pure, no MPI)")
     plan_sub = plan.add_subparsers(dest="plan_kind", required=True, parser_class=OneLineParser)

@@ -150,6 +150,13 @@ class GFField(Field):
         out = self._v(a) @ self._v(b)
         return np.asarray(out.view(np.ndarray), dtype=self.dtype)
 
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) every GF kernel, then galois's inverse."""
+        from mpi_coded import gf_kernels
+
+        gf_kernels.warm_up(self.degree)
+        super().warm_up()
+
     def inv(self, a: np.ndarray) -> np.ndarray:
         out = np.linalg.inv(self._v(a))
         return np.asarray(out.view(np.ndarray), dtype=self.dtype)

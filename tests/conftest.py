@@ -62,3 +62,15 @@ def run_mpi(n: int, args: list[str], timeout: float = 120.0,
 def run_cli(args: list[str], timeout: float = 60.0) -> Run:
     """``python -m mpi_coded ARGS`` outside MPI."""
     return run_cmd([sys.executable, "-m", "mpi_coded", *args], timeout)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the GF(2^l) kernels once (numba writes its cache) before any rank needs them.
+
+    Without this every rank of the first GF MPI test would JIT-compile the same
+    kernels at once on an oversubscribed machine.
+    """
+    from mpi_coded import gf_kernels
+
+    gf_kernels.warm_up(8)
+    gf_kernels.warm_up(16)

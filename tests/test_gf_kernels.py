@@ -279,10 +279,13 @@ def test_bad_inputs() -> None:
 @pytest.mark.parametrize("degree", DEGREES)
 def test_pack_unpack_round_trip(degree: int) -> None:
     rng = np.random.default_rng(9)
-    for n in (1, 7, 8, 63, 64, 65, 200):
+    for n in (1, 7, 8, 63, 64, 65, 200, 300, 600):
         b = rand(rng, (5, n), degree)
-        planes = gf_kernels._pack(b, degree)
-        assert planes.shape == (5, degree, (n + 63) // 64)
+        n_words = gf_kernels._words(n)
+        assert n_words >= (n + 63) // 64
+        planes = gf_kernels._pack(b, degree, n_words)
+        assert planes.shape == (5, degree, n_words)
+        assert not planes[:, :, (n + 63) // 64 :].any()  # padding words stay zero
         bits = (b[:, None, :] >> np.arange(degree, dtype=b.dtype)[None, :, None]) & 1
         j = np.arange(n)
         np.testing.assert_array_equal(

@@ -57,18 +57,20 @@ def register_plan(sub: Any) -> None:
 
 def cmd_run_cec(args: argparse.Namespace) -> int:
     from mpi_coded.cec.config import load_config
-
     from mpi_coded.faults import parse_faults
 
     cfg = load_config(args.config).with_overrides(
         field=args.field, policy=args.policy, t_row=args.t_row, seed=args.seed,
         timeout_s=args.timeout)
     faults = parse_faults(args.fault, "cec", cfg.world_size)
+    first = 1
     if args.resume:
-        require(bool(args.out), "--resume", "needs --out, the results file to continue")
+        from mpi_coded.cec.resume import resume_point
+
+        first = resume_point(cfg, args.out)  # every rank reads it, before any MPI traffic
     from mpi_coded.runtime import cec_job  # imports mpi4py: MPI starts here
 
-    return cec_job.run(cfg, args.out, faults, args.resume)
+    return cec_job.run(cfg, args.out, faults, first)
 
 
 def register_run(sub: Any) -> None:

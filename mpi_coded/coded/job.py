@@ -73,8 +73,8 @@ class CodedJob:
 
     def validate(self) -> CodedJob:
         K = self.params.K
-        require(self.straggler in STRAGGLERS, "straggler", f"must be one of {', '.join(STRAGGLERS)}",
-                self.straggler)
+        require(self.straggler in STRAGGLERS, "straggler",
+                f"must be one of {', '.join(STRAGGLERS)}", self.straggler)
         require(math.isfinite(self.t_row) and self.t_row >= 0, "t_row", "must be >= 0 seconds",
                 self.t_row)
         if self.straggler == "shiftexp":

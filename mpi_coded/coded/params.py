@@ -87,14 +87,20 @@ def effective_model(scheme: str, K: int, q: int, mu: Fraction) -> tuple[int, int
     return K, q_eff, Fraction(replication(scheme, q, mu), q_eff)
 
 
+MAX_K = 1024
+"""Largest number of servers accepted."""
+
+
 def check_model(scheme: str, K: Any, q: Any, mu: Any) -> Fraction:
     """Check ``scheme, K, q, mu`` (SPEC B.1); return ``mu`` as a Fraction.
 
-    Rules: scheme known; ``K >= 1``; ``1 <= q <= K``; ``mu q`` an integer with
-    ``1 <= mu q <= q``.
+    Rules: scheme known; ``1 <= K <= MAX_K``; ``1 <= q <= K``; ``mu q`` an integer
+    with ``1 <= mu q <= q``.  ``MAX_K`` keeps the exact combinatorics (``C(K, mu q)``
+    batches) within what a run or a formula can evaluate.
     """
     require(scheme in SCHEMES, "scheme", f"must be one of {', '.join(SCHEMES)}", scheme)
     require(_is_int(K) and K >= 1, "K", "must be an integer >= 1", K)
+    require(K <= MAX_K, "K", f"must be <= {MAX_K} servers", K)
     require(_is_int(q) and q >= 1, "q", "must be an integer >= 1", q)
     require(q <= K, "q", f"must satisfy q <= K = {K}", q)
     mu_f = parse_fraction("mu", mu)

@@ -28,7 +28,6 @@ import numpy as np
 from mpi_coded.errors import require
 from mpi_coded.fields import Field
 
-
 REAL_CAUCHY_MAX_N = 16
 
 

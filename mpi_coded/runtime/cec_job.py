@@ -21,13 +21,13 @@ def check_world(cfg: CECConfig, comm: MPI.Comm) -> None:
 
 
 def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
-        resume: bool = False) -> int:
+        first: int = 1) -> int:
     comm = MPI.COMM_WORLD
     check_world(cfg, comm)
 
     def body(phase: Phase) -> int:
         if comm.Get_rank() == 0:
-            return master_main(cfg, comm, phase, out, resume)
+            return master_main(cfg, comm, phase, out, first)
         machine_main(cfg, comm, phase, faults)
         return 0
 

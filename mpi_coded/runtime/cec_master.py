@@ -16,10 +16,8 @@ re-planned onto the others (if at least ``L`` remain), reported as
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,14 +27,18 @@ from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.plan import StepPlan, make_plan
 from mpi_coded.cec.waste import transition_waste
 from mpi_coded.codes.mds import DecoderCache, systematic_mds
-from mpi_coded.errors import ConfigError
 from mpi_coded.fields import Field, get_field
 from mpi_coded.results import ResultsWriter, run_context
 from mpi_coded.runtime import protocol as P
 from mpi_coded.runtime.guard import Phase
 from mpi_coded.runtime.inbox import Inbox
-from mpi_coded.runtime.wait import ACTIVE_MAX_SLEEP, Backoff, DeadlineExceeded, deadline_in, \
-    wait_all
+from mpi_coded.runtime.wait import (
+    ACTIVE_MAX_SLEEP,
+    Backoff,
+    DeadlineExceeded,
+    deadline_in,
+    wait_all,
+)
 
 REAL_TOLERANCE = 1e-8
 Msg = tuple[P.Header, np.ndarray | None]
@@ -163,39 +165,12 @@ class Table:
               flush=True)
 
 
-def resume_point(cfg: CECConfig, out: str | None) -> int:
-    """First step still to run: after the last step line of the last matching job in ``out``."""
-    if not out or not Path(out).is_file():
-        raise ConfigError("--resume", "needs the results file of the job to continue", out)
-    want = {k: v for k, v in json.loads(json.dumps(cfg.to_dict())).items() if k != "source"}
-    last = 0
-    found = False
-    for line in Path(out).read_text().splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line of a killed job
-        if rec.get("job") != "cec":
-            continue
-        if rec.get("kind") == "config":
-            same = all(rec.get(k) == v for k, v in want.items())
-            found = found or same
-            if not same:
-                found, last = False, 0
-        elif rec.get("kind") == "step" and found:
-            last = max(last, int(rec["step"]))
-    if not found:
-        raise ConfigError("--resume", f"{out} holds no run of this job's config to continue", out)
-    return last + 1
-
-
 def master_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, out: str | None,
-                resume: bool = False) -> int:
+                first: int = 1) -> int:
     field = get_field(cfg.field)
     R, N = cfg.rows_per_block, cfg.N
     machines = list(range(1, N + 1))
     schedule = cfg.availability()
-    first = resume_point(cfg, out) if resume else 1
     writer = ResultsWriter(out)
     ctx = run_context()
     ctx.update(mpi=MPI.Get_library_version().splitlines()[0].strip(),

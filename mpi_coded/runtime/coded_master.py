@@ -140,7 +140,9 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
         map_stats: dict[int, np.ndarray] = {}
         deadline = deadline_in(job.timeout_s)
 
-        def map_test() -> bool:
+        def map_test(rep: int = rep, deadline: float = deadline,
+                     finished: list[int] = finished,
+                     map_stats: dict[int, np.ndarray] = map_stats) -> bool:
             for s in servers:
                 if s not in map_stats:
                     r = poll(s, P.Kind.MAP_DONE, rep, deadline)
@@ -191,7 +193,7 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
 
         plan = shuffle_plan(pl, end)
         y = field.zeros((p.m, p.N))
-        for s, (h, val) in outs.items():
+        for h, val in outs.values():
             assert val is not None
             y[:, h.aux:h.aux + val.shape[1]] = val
         err = field.max_error(y, want)

@@ -30,7 +30,7 @@ from mpi_coded.runtime.coded_common import Setup, build_setup, decode_map_end
 from mpi_coded.runtime.faults import at_phase
 from mpi_coded.runtime.guard import Phase
 from mpi_coded.runtime.inbox import Inbox
-from mpi_coded.runtime.wait import Backoff, deadline_in, poll_until, wait_all
+from mpi_coded.runtime.wait import Backoff, DeadlineExceeded, deadline_in, poll_until
 
 MASTER = 0
 ENCODE, MAP, SHUFFLE, REDUCE = range(4)
@@ -165,7 +165,12 @@ def run_shuffle(comm: MPI.Comm, setup: Setup, plan: ShufflePlan, data: ServerDat
             return not reqs
         return False
 
-    poll_until(progress, deadline, f"server {server}'s shuffle messages")
+    try:
+        poll_until(progress, deadline, "shuffle messages")
+    except DeadlineExceeded:
+        who = ", ".join(f"server {s} = rank {rank_of(s)}" for s in sorted(expected))
+        raise DeadlineExceeded(f"timed out waiting for shuffle messages from {who}" if who else
+                               "timed out waiting for this server's sends to complete") from None
     del keep
     return {"sent_values": sent_values, "multicast_values": mc_values, "unicast_values": uc_values,
             "bytes_sent": sent_bytes}

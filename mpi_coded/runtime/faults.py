@@ -15,7 +15,6 @@ from mpi4py import MPI
 from mpi_coded.faults import Fault
 from mpi_coded.runtime import protocol as P
 
-
 _FIRED: set[int] = set()
 
 

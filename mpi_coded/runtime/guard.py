@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import socket
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from mpi4py import MPI
+
+ABORT_GRACE_S = 0.3
 
 
 class Phase:
@@ -46,5 +49,6 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
             f"{type(exc).__name__}: {exc}\n")
         sys.stderr.write(tb)
         sys.stderr.flush()
+        time.sleep(ABORT_GRACE_S)  # let the launcher forward this rank's stderr first
         comm.Abort(1)
         raise  # pragma: no cover - Abort does not return
