@@ -8,9 +8,12 @@ and the GF(2^l) kernels against galois on the map shapes.
 
 The last output line is one JSON object with ``bdc_over_unified_encode_reduce``
 (BDC at T = rows-per-batch over unified, encode + reduce, medians),
-``shuffle_over_p2p_throughput`` (unified shuffle bytes per second over raw
-point-to-point), ``gf8_kernel_over_galois`` and ``gf16_kernel_over_galois``
-(speedups of the kernels over galois's matmul).
+``shuffle_over_p2p_throughput`` (the unified shuffle's exchange, bytes on the wire
+over the slowest server's send/receive/cancel time, against raw point-to-point
+moving the very same messages without computing: scripts/p2p_throughput.py),
+``shuffle_phase_over_p2p_throughput`` (the same with the master-observed phase,
+which also counts building the plan and noticing MAP_END), ``gf8_kernel_over_galois``
+and ``gf16_kernel_over_galois`` (speedups of the kernels over galois's matmul).
 """
 
 from __future__ import annotations
@@ -50,20 +53,27 @@ def run_scheme(tmp: Path, scheme: str, m: int, n: int, N: int, T: int, field: st
     med["load"] = statistics.median(r["load_measured"] for r in runs)
     med["verified"] = all(r["verified"] for r in runs)
     med["shuffle_Bps"] = statistics.median(r["bytes_on_wire"] / r["shuffle_s"] for r in runs)
+    # the exchange alone: bytes over the slowest server's send/receive/cancel time
+    med["exchange_Bps"] = statistics.median(
+        r["bytes_on_wire"] / max(r["server_shuffle_s"].values()) for r in runs)
+    med["plan_s"] = statistics.median(max(r["server_plan_s"].values()) for r in runs)
     med["bytes_on_wire"] = statistics.median(r["bytes_on_wire"] for r in runs)
     med["messages_bytes"] = statistics.median(
         r["bytes_on_wire"] / max(1, r["multicast_values"] + r["unicast_values"]) for r in runs)
     return med
 
 
-def p2p(msg_bytes: int) -> dict:
+def p2p(m: int, n: int, N: int, field: str) -> dict:
+    """Raw point-to-point on the unified shuffle's own messages (scripts/p2p_throughput.py)."""
     import os
     import signal
     import subprocess
 
-    cmd = [mpiexec(), "-n", str(K + 1), sys.executable, str(ROOT / "scripts" /
-                                                            "p2p_throughput.py"),
-           "--bytes", str(msg_bytes), "--reps", "10"]
+    eta = rows_per_batch_for("unified", K, Q, MU, m)
+    cmd = [mpiexec(), "-n", str(K + 1), sys.executable,
+           str(ROOT / "scripts" / "p2p_throughput.py"), "--scheme", "unified", "--K", str(K),
+           "--q", str(Q), "--mu", MU, "--rows-per-batch", str(eta), "--n", str(n),
+           "--N", str(N), "--field", field, "--reps", "5"]
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, text=True)
     try:
         out, _ = proc.communicate(timeout=600)
@@ -104,7 +114,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=720, help="rows of A (the paper: 6000)")
     ap.add_argument("--n", type=int, default=720, help="columns of A")
-    ap.add_argument("--N", type=int, default=60, help="vectors (a multiple of K and q)")
+    ap.add_argument("--N", type=int, default=720, help="vectors (a multiple of K and q)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--t-row", type=float, default=0.0002)
     ap.add_argument("--field", default="gf2^16")
@@ -130,19 +140,20 @@ def main() -> int:
               f"{'yes' if r['verified'] else 'NO'}")
     uni = results["unified"]
     bdc = results[f"bdc_T{eta_unified}"]
-    msg = int(uni["bytes_on_wire"] / max(1, K * (K - 1)))  # same bytes, all pairs
-    raw = p2p(max(1024, msg))
+    raw = p2p(args.m, args.n, args.N, args.field)
     k8 = kernel_ratio(8, (120, args.n, args.N))
     k16 = kernel_ratio(16, (120, args.n, args.N))
     out = {
         "bdc_over_unified_encode_reduce": (bdc["encode_s"] + bdc["reduce_s"]) /
         (uni["encode_s"] + uni["reduce_s"]),
-        "shuffle_over_p2p_throughput": uni["shuffle_Bps"] / raw["throughput_Bps"],
+        "shuffle_over_p2p_throughput": uni["exchange_Bps"] / raw["throughput_Bps"],
+        "shuffle_phase_over_p2p_throughput": uni["shuffle_Bps"] / raw["throughput_Bps"],
+        "unified_plan_s": uni["plan_s"],
         "gf8_kernel_over_galois": k8,
         "gf16_kernel_over_galois": k16,
         "unified_shuffle_Bps": uni["shuffle_Bps"],
         "p2p_Bps": raw["throughput_Bps"],
-        "p2p_message_bytes": raw["bytes_per_message"],
+        "p2p_messages": raw["messages"],
         "all_verified": all(r["verified"] for r in results.values()),
         "m": args.m, "n": args.n, "N": args.N, "field": args.field, "Ts": Ts,
         "loads": {k: r["load"] for k, r in results.items()},

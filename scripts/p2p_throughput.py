@@ -1,12 +1,15 @@
-"""Raw MPI point-to-point throughput among the server ranks (run under mpiexec).
+"""Raw MPI point-to-point throughput on the shuffle's own traffic (run under mpiexec).
 
-Every server rank (1..K) sends one message of ``--bytes`` bytes to every other
-server rank and receives one from each, with nonblocking Isend/Irecv and the
-same polite waiting the runtime uses, ``--reps`` times after a barrier.  Rank 0
-(the master, idle here as in the shuffle) prints one JSON object: total bytes
-moved over the slowest rank's wall time.
+Builds the shuffle plan of a coded job for the finishing order ``0, 1, .., K-1``
+and moves exactly its messages (every multicast once per receiver, every
+unicast; header and payload, the same sizes and the same sender/receiver
+pairs) with nonblocking Isend/Irecv posted up front and the runtime's polite
+waiting, but without computing anything: what the network and MPI alone can
+do.  Repeated ``--reps`` times after a barrier; rank 0 prints one JSON object
+with the bytes moved (payloads) over the slowest rank's wall time.
 
-    mpiexec -n 10 python scripts/p2p_throughput.py --bytes 65536 --reps 20
+    mpiexec -n 10 python scripts/p2p_throughput.py --scheme unified --K 9 --q 6 --mu 1/3 \\
+        --rows-per-batch 30 --n 720 --N 720 --field gf2^16
 """
 
 from __future__ import annotations
@@ -18,37 +21,69 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from mpi_coded.coded.mapend import map_end
+from mpi_coded.coded.params import CodedParams
+from mpi_coded.coded.placement import build_placement, rank_of
+from mpi_coded.coded.shuffle import shuffle_plan
+from mpi_coded.fields import get_field
+from mpi_coded.runtime.protocol import HEADER_WORDS, TAG_HEADER, TAG_PAYLOAD
 from mpi_coded.runtime.wait import deadline_in, wait_all
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bytes", type=int, default=65536)
-    ap.add_argument("--reps", type=int, default=20)
-    args = ap.parse_args()
+    for k in ("scheme", "mu", "field"):
+        ap.add_argument(f"--{k}", required=True)
+    for k in ("K", "q", "rows-per-batch", "n", "N"):
+        ap.add_argument(f"--{k}", type=int, required=True)
+    ap.add_argument("--T", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    p = CodedParams(scheme=a.scheme, K=a.K, q=a.q, mu=a.mu, rows_per_batch=a.rows_per_batch,
+                    n=a.n, N=a.N, T=a.T, field=a.field)
+    field = get_field(p.field_name)
+    pl = build_placement(p)
+    plan = shuffle_plan(pl, map_end(pl, list(range(p.K))))
     comm = MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
-    peers = [r for r in range(1, size) if r != rank]
-    buf = np.ones(args.bytes, dtype=np.uint8)
-    inbox = {r: np.empty(args.bytes, dtype=np.uint8) for r in peers}
+    rank = comm.Get_rank()
+    sends, recvs = [], []
+    for mc in plan.multicasts:
+        for k in mc.receivers:
+            if rank_of(mc.sender) == rank:
+                sends.append((rank_of(k), mc.length))
+            if rank_of(k) == rank:
+                recvs.append((rank_of(mc.sender), mc.length))
+    for u in plan.unicasts:
+        if rank_of(u.sender) == rank:
+            sends.append((rank_of(u.receiver), u.size))
+        if rank_of(u.receiver) == rank:
+            recvs.append((rank_of(u.sender), u.size))
+    head = np.zeros(HEADER_WORDS, dtype=np.int64)
+    out_bufs = [field.zeros(n) for _, n in sends]
+    in_bufs = [(np.zeros(HEADER_WORDS, dtype=np.int64), field.zeros(n)) for _, n in recvs]
+    wait_all([comm.Ibarrier()], deadline_in(60), "barrier")
     moved = 0
-    req = comm.Ibarrier()
-    wait_all([req], deadline_in(60), "barrier")
     t0 = time.perf_counter()
-    if rank > 0:
-        for _ in range(args.reps):
-            reqs = [comm.Irecv(inbox[r], source=r, tag=7) for r in peers]
-            reqs += [comm.Isend(buf, dest=r, tag=7) for r in peers]
-            wait_all(reqs, deadline_in(120), "p2p exchange")
-            moved += args.bytes * len(peers)
+    for _ in range(a.reps):
+        reqs = []
+        for (src, _), (hb, pb) in zip(recvs, in_bufs):
+            reqs += [comm.Irecv(hb, source=src, tag=TAG_HEADER),
+                     comm.Irecv(pb, source=src, tag=TAG_PAYLOAD)]
+        for (dst, _), buf in zip(sends, out_bufs):
+            reqs += [comm.Isend(head, dest=dst, tag=TAG_HEADER),
+                     comm.Isend(buf, dest=dst, tag=TAG_PAYLOAD)]
+            moved += int(buf.nbytes)
+        wait_all(reqs, deadline_in(120), "p2p exchange")
+        wait_all([comm.Ibarrier()], deadline_in(60), "barrier")
     wall = time.perf_counter() - t0
     walls = comm.gather(wall, root=0)
     total = comm.gather(moved, root=0)
     if rank == 0:
+        assert walls is not None and total is not None
         slow = max(walls[1:])
-        print(json.dumps({"bytes_per_message": args.bytes, "ranks": size - 1,
-                          "bytes_moved": sum(total), "wall_s": slow,
-                          "throughput_Bps": sum(total) / slow}))
+        print(json.dumps({"messages": sum(len(mc.receivers) for mc in plan.multicasts) +
+                          len(plan.unicasts), "bytes_moved": sum(total), "wall_s": slow,
+                          "throughput_Bps": sum(total) / slow, "reps": a.reps}))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_effective_sizes(scheme, wait, rep, m, r):
 
 
 @pytest.mark.parametrize("kw,field,needle", [
-    (dict(scheme="lt"), "scheme", "must be one of"),
+    (dict(scheme="zz"), "scheme", "must be one of"),
     (dict(q=7), "q", "q <= K"),
     (dict(q=0), "q", ">= 1"),
     (dict(mu="1/3"), "mu", "mu * q must be an integer"),

@@ -14,7 +14,10 @@ rows of a partition decode it.
   MDS code applied elementwise, ``C_k = sum_u G[k, u] A_u`` (seed 001), i.e.
   ``m/q`` strided partitions: stripe ``t`` has message rows ``u m/q + t`` and
   coded rows ``k m/q + t``;
-* uc, cmr: ``Psi = I_m`` (uncoded), one partition needing all ``m`` rows.
+* uc, cmr: ``Psi = I_m`` (uncoded), one partition needing all ``m`` rows;
+* lt: one partition of ``r`` rows and ``m`` columns, but ``Psi`` is a seeded
+  sparse LT code, not MDS: :func:`build_code` returns a
+  :class:`mpi_coded.coded.lt_scheme.LTSchemeCode` (same interface).
 
 :class:`CodeLayout` is the structure only (no field); :class:`Code` adds the
 generator and does encoding (costing ``k`` products per coded row: ``m/T`` for
@@ -197,5 +200,13 @@ class Code:
 
 
 def build_code(params: CodedParams, field_: Field | None = None) -> Code:
-    """The :class:`Code` of ``params`` over ``field_`` (default: ``params.field_name``)."""
+    """The :class:`Code` of ``params`` over ``field_`` (default: ``params.field_name``).
+
+    For lt: the scheme's seeded LT code (:func:`mpi_coded.coded.lt_scheme.lt_scheme_code`;
+    ``field_`` must then be ``params.field_name``).
+    """
+    if params.scheme == "lt":
+        from mpi_coded.coded.lt_scheme import lt_scheme_code
+
+        return lt_scheme_code(params, field_)
     return Code(code_layout(params), field_ or get_field(params.field_name))

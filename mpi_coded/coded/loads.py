@@ -18,6 +18,13 @@ loads of SPEC B.3 (:func:`literal_load`): UC ``1 - 1/K``, CMR
 ``(1/(mu q))(1 - mu q/K)``, SC ``1 - 1/q``.  BDC has no closed form: its
 unicast part depends on the assignment and on ``Q``
 (:func:`mpi_coded.coded.shuffle.average_load`).
+
+LT (:mod:`mpi_coded.coded.lt_scheme`): :func:`scheme_load` gives the unified
+``L(q)`` at the same ``(K, q, mu)``.  It is a lower bound, not the load: the lt
+shuffle sends the unified multicasts value for value and the unified unicasts
+plus, per reducer, ``w = N/q`` values for every coded row beyond ``m - |R|``
+that its LT decoder needs (the LT overhead), so the measured LT load is larger
+by exactly these extra unicasts.  It depends on the code and on ``Q``.
 """
 
 from __future__ import annotations
@@ -88,7 +95,11 @@ def unified_load(K: int, q: int, mu: Any) -> UnifiedLoad:
 
 def scheme_load(scheme: str, K: int, q: int, mu: Any) -> UnifiedLoad:
     """The load of ``scheme`` (uc, cmr, sc, unified): the unified formula at its
-    effective parameters; ``K, q, mu`` are the reference parameters."""
+    effective parameters; ``K, q, mu`` are the reference parameters.
+
+    For ``lt`` the unified formula at ``(K, q, mu)``: a lower bound, the measured
+    load exceeds it by the extra unicasts of the LT overhead (module docstring).
+    """
     mu_f = check_model(scheme, K, q, mu)
     require(scheme != "bdc", "scheme",
             "bdc has no closed-form load (it depends on P and Q); use shuffle.average_load",

@@ -4,8 +4,15 @@ The map phase waits for the first ``q_eff`` finishers (``q``; all ``K`` for uc
 and cmr): they form ``Q`` in finishing order and are the reducers.  Then, while
 some partition ``t`` has fewer than ``k`` (``m/T`` for bdc) coded rows in the
 batches held by the finishers, the next finisher joins as an *extra* server: it
-sends unicasts but does not reduce.  Only bdc can need extras: any ``q``
-servers hold ``>= m`` rows of the dense code and ``q`` rows of each sc stripe.
+sends unicasts but does not reduce.  Among the MDS schemes only bdc can need
+extras: any ``q`` servers hold ``>= m`` rows of the dense code and ``q`` rows
+of each sc stripe.
+
+lt (SPEC B.5): the rule is "the finishers' stored rows together decode" (an
+exact rank test of the seeded LT code, :func:`mpi_coded.coded.lt_scheme.finishers_decode`,
+cached per set of finishers since the master polls it) instead of a row count,
+so lt needs extras when the first ``q`` finishers' rows fall short of ``m`` plus
+the LT overhead (always likely when ``mu q = 1``: they hold exactly ``m`` rows).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mpi_coded.coded.lt_scheme import finishers_decode
 from mpi_coded.coded.placement import Placement
 from mpi_coded.errors import require
 
@@ -41,7 +49,10 @@ def _check_order(placement: Placement, order: Sequence[int]) -> tuple[int, ...]:
 
 
 def covered(placement: Placement, finished: Sequence[int]) -> bool:
-    """Whether the batches of ``finished`` hold ``>= k`` rows of every partition."""
+    """Whether the batches of ``finished`` hold ``>= k`` rows of every partition
+    (lt: whether their rows decode)."""
+    if placement.params.scheme == "lt":
+        return finishers_decode(placement.params, finished)
     batches = {b for s in finished for b in placement.server_batches[s]}
     counts = placement.partition_counts(batches)
     return bool(np.all(counts >= placement.layout.k))
@@ -54,7 +65,9 @@ def map_phase_done(placement: Placement, finished: Sequence[int]) -> bool:
 
 
 def map_end(placement: Placement, order: Sequence[int]) -> MapEnd:
-    """``(Q, extra)`` for the finishing order ``order`` (a prefix of it is enough).
+    """``(Q, extra)`` for the finishing order ``order`` (a prefix of it is enough):
+    ``Q`` the first ``q_eff``, ``extra`` the further finishers up to the first
+    prefix that :func:`covered` accepts.
 
     Raises ConfigError if ``order`` is too short to end the map phase.
     """
@@ -64,6 +77,8 @@ def map_end(placement: Placement, order: Sequence[int]) -> MapEnd:
     used = q
     while not covered(placement, fin[:used]):
         require(used < len(fin), "order",
-                "the finishers do not hold enough rows of every partition", list(fin))
+                "the finishers do not hold enough rows of every partition"
+                + (" to decode the LT code" if placement.params.scheme == "lt" else ""),
+                list(fin))
         used += 1
     return MapEnd(Q=fin[:q], extra=fin[q:used])

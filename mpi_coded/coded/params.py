@@ -14,7 +14,12 @@ cmr      ``K``        ``mu q``                ``mu q / K``          identity
 sc       ``q``        ``1``                   ``1/q``               ``(K, q)`` MDS per stripe
 unified  ``q``        ``mu q``                ``mu``                ``(r, m)`` MDS
 bdc      ``q``        ``mu q``                ``mu``                ``T`` x ``(r/T, m/T)`` MDS
+lt       ``q`` (+)    ``mu q``                ``mu``                ``(r, m)`` LT
 ======== ============ ======================= ===================== ============
+
+(+) lt and bdc wait for ``q`` servers and, when those do not suffice to
+decode, for extra finishers (:mod:`mpi_coded.coded.mapend`); lt's code is
+seeded from the parameters (:mod:`mpi_coded.coded.lt_scheme`).
 
 Sizes (our choice, SPEC B.1 leaves it open): the user gives the batch size
 ``rows_per_batch`` (``eta_b``).  There are ``C(K, p)`` batches, so
@@ -37,7 +42,7 @@ from typing import Any
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.fields import FIELD_NAMES
 
-SCHEMES = ("uc", "cmr", "sc", "unified", "bdc")
+SCHEMES = ("uc", "cmr", "sc", "unified", "bdc", "lt")
 """Scheme names, as on the command line."""
 
 AUTO_FIELD = "auto"
@@ -89,6 +94,9 @@ def effective_model(scheme: str, K: int, q: int, mu: Fraction) -> tuple[int, int
 
 MAX_K = 1024
 """Largest number of servers accepted."""
+
+LT_MAX_ROWS = 1_000_000
+"""Most coded rows of an lt job (every rank builds and checks the seeded code at start)."""
 
 
 def check_model(scheme: str, K: Any, q: Any, mu: Any) -> Fraction:
@@ -197,7 +205,7 @@ class CodedParams:
     @property
     def code_length(self) -> int:
         """Length ``n`` of each sub-code (``r``, ``r/T``, ``K``; ``m`` for identity)."""
-        if self.scheme == "unified":
+        if self.scheme in ("unified", "lt"):
             return self.r
         if self.scheme == "bdc":
             return self.r // self.T
@@ -207,8 +215,9 @@ class CodedParams:
 
     @property
     def code_dimension(self) -> int:
-        """Dimension ``k`` of each sub-code: values needed to decode a partition."""
-        if self.scheme == "unified":
+        """Dimension ``k`` of each sub-code: values needed to decode a partition
+        (lt: ``m`` is a lower bound, the LT overhead comes on top)."""
+        if self.scheme in ("unified", "lt"):
             return self.m
         if self.scheme == "bdc":
             return self.m // self.T
@@ -221,7 +230,8 @@ class CodedParams:
         """The field actually used (``auto`` resolved)."""
         if self.field != AUTO_FIELD:
             return self.field
-        if self.code_length == self.code_dimension:  # identity: any field
+        if self.code_length == self.code_dimension or self.scheme == "lt":
+            # identity or LT (random sparse coefficients, no MDS length limit): any field
             return "gf2^8"
         return pick_field(self.code_length)
 
@@ -233,7 +243,10 @@ def validate(p: CodedParams) -> None:
     ``m = r q_eff / K`` an integer; ``q_eff | N`` (``q`` for coded schemes, ``K``
     for uc/cmr which reduce at all servers); ``T == 1`` unless bdc; for bdc
     ``T | m`` and ``T | r``; the field is known and holds the code
-    (gf2^8: length <= 256, gf2^16: <= 65536, float64: any).
+    (gf2^8: length <= 256, gf2^16: <= 65536, float64: any; lt: any field);
+    for lt ``q < K`` (else ``r = m``: no spare coded rows), ``r <= LT_MAX_ROWS``
+    and the seeded LT code decodes from all its ``r`` rows (else ``rows_per_batch`` is too small;
+    :mod:`mpi_coded.coded.lt_scheme`).
     """
     check_model(p.scheme, p.K, p.q, p.mu)
     for name in ("rows_per_batch", "n", "N"):
@@ -252,9 +265,13 @@ def validate(p: CodedParams) -> None:
     else:
         require(p.m % p.T == 0, "T", f"T must divide m = {p.m}", p.T)
         require(r % p.T == 0, "T", f"T must divide r = {r}", p.T)
+    if p.scheme == "lt":
+        require(p.q < p.K, "q",
+                f"scheme lt needs q < K = {p.K}: with q = K there are only r = m coded rows "
+                "and an LT code needs more than m", p.q)
     allowed = (AUTO_FIELD, *FIELD_NAMES)
     require(p.field in allowed, "field", f"must be one of {', '.join(allowed)}", p.field)
-    if p.code_length > p.code_dimension:
+    if p.code_length > p.code_dimension and p.scheme != "lt":
         if p.field == AUTO_FIELD:
             pick_field(p.code_length)
         elif p.field in GF_CAPACITY:
@@ -263,6 +280,16 @@ def validate(p: CodedParams) -> None:
                 p.code_length <= cap, "field",
                 f"{p.field} holds MDS codes of length <= {cap}; this code has length "
                 f"{p.code_length} (use gf2^16 or more partitions T)", p.field)
+    if p.scheme == "lt":
+        from mpi_coded.coded.lt_scheme import full_code_decodes, lt_seed
+
+        require(r <= LT_MAX_ROWS, "rows_per_batch",
+                f"scheme lt builds r = rows_per_batch * C(K, mu q) coded rows on every rank: "
+                f"r must be <= {LT_MAX_ROWS} (r = {r})", p.rows_per_batch)
+        require(full_code_decodes(p), "rows_per_batch",
+                f"too small for scheme lt: all r = {r} coded rows of the seeded LT code "
+                f"(seed {lt_seed(p)}) do not determine the m = {p.m} rows of A (an unlucky "
+                "draw, likelier for short codes): use more rows per batch", p.rows_per_batch)
 
 
 def rows_per_batch_for(scheme: str, K: int, q: int, mu: Any, m: int) -> int:

@@ -7,7 +7,10 @@ nothing.  Each multicast is summed by its sender from the sender's own data
 and cancelled by each receiver using only the receiver's data; unicasts copy
 blocks; each reducer then decodes ``y_i = A x_i`` for its outputs from the
 plan's ``decode_rows`` (step 4).  Any use of data a server does not have, or a
-missing value, raises :class:`ReplayError`.
+missing value, raises :class:`ReplayError`.  The code is
+:func:`~mpi_coded.coded.codes.build_code` of the placement's params, as on
+every MPI rank (lt: the seeded LT code over ``params.field_name``, so ``field_``
+must be that field).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpi_coded.coded.codes import Code
+from mpi_coded.coded.codes import build_code
 from mpi_coded.coded.mapend import MapEnd, map_end
 from mpi_coded.coded.placement import Placement
 from mpi_coded.coded.shuffle import Block, ShufflePlan, shuffle_plan
@@ -91,7 +94,7 @@ def _pad(field_: Field, vec: np.ndarray, length: int) -> np.ndarray:
 def replay(placement: Placement, plan: ShufflePlan, field_: Field, A: np.ndarray,
            X: np.ndarray) -> ReplayResult:
     """Execute ``plan`` on ``A`` (``m x n``) and ``X`` (``n x N``); decode at every reducer."""
-    code = Code(placement.layout, field_)
+    code = build_code(placement.params, field_)
     N = X.shape[1]
     finishers = plan.Q + plan.extra
     servers: dict[int, ServerData] = {}

@@ -40,7 +40,17 @@ slot order inside a batch, visiting batches cyclically from batch
 each batch's rows come from one holder, the one with the fewest unicast values
 so far (ties: earliest finisher).
 
-Strategy: uc, cmr, sc and unified use the analytic strategy of
+LT unicast (scheme lt, :mod:`mpi_coded.coded.lt_scheme`): "lacks" is decided by
+the LT decoder, not by a count.  ``R`` = the rows of the batches reducer
+``Q[i]`` stores or recovered from multicasts; if ``R`` does not decode, the
+candidate rows are those of the batches held by some finisher and not in ``R``,
+visited cyclically from the same start batch, slots in order; the reducer
+receives the shortest prefix of them that makes ``R`` decodable
+(:func:`~mpi_coded.coded.lt_scheme.unicast_count`), each batch's rows from one
+holder chosen as above.  Its ``decode_rows`` are ``R`` plus those rows (all it
+holds; the LT decoder uses every row).
+
+Strategy: uc, cmr, sc, unified and lt use the analytic strategy of
 :func:`mpi_coded.coded.loads.scheme_load`; bdc builds both and keeps the one
 sending fewer values for this ``Q`` (ties: strategy 1).  Load =
 values / (``m N``).
@@ -57,6 +67,7 @@ from fractions import Fraction
 from typing import Any
 
 from mpi_coded.coded.loads import UnifiedLoad, scheme_load, unified_load
+from mpi_coded.coded.lt_scheme import unicast_count
 from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.placement import Placement
 from mpi_coded.errors import require
@@ -132,6 +143,7 @@ class ReducerPlan:
     multicast_batches: tuple[int, ...]  # batches recovered from multicasts
     unicast_rows: tuple[int, ...]  # coded rows received by unicast
     decode_rows: tuple[int, ...]  # k coded rows per partition, partition by partition
+    # (lt: every row the reducer holds, ascending; they decode)
 
 
 @dataclass(frozen=True)
@@ -366,6 +378,15 @@ def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
     for idx, k in enumerate(Q):
         stored = set(placement.server_batches[k])
         known = stored | delivered[k]
+        if params.scheme == "lt":
+            got_lt, rows_lt = _lt_unicasts(placement, idx, k, known, rank, sent, out_of[k],
+                                           unicast_blocks)
+            reducers.append(ReducerPlan(
+                server=k, out_start=out_of[k][0], out_stop=out_of[k][1],
+                stored_batches=tuple(sorted(stored)),
+                multicast_batches=tuple(sorted(delivered[k])),
+                unicast_rows=tuple(got_lt), decode_rows=tuple(rows_lt)))
+            continue
         deficit = layout.k - placement.partition_counts(known)
         deficit[deficit < 0] = 0
         got_rows: list[int] = []
@@ -422,6 +443,37 @@ def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
         multicasts=tuple(multicasts), unicasts=tuple(unicasts),
         multicast_values=mc_values, unicast_values=sum(u.size for u in unicasts),
         ideal_multicast=ideal)
+
+
+def _lt_unicasts(placement: Placement, idx: int, k: int, known: set[int],
+                 rank: dict[int, int], sent: dict[int, int], outs: tuple[int, int],
+                 unicast_blocks: dict[tuple[int, int], list[Block]]
+                 ) -> tuple[list[int], list[int]]:
+    """The LT unicast rule (module docstring) for reducer ``k = Q[idx]``.
+
+    Adds its unicasts to ``unicast_blocks`` and ``sent``; returns the unicast
+    rows and the decode rows.
+    """
+    params = placement.params
+    nb, eta = placement.n_batches, params.rows_per_batch
+    w = outs[1] - outs[0]
+    have = [r for b in sorted(known) for r in placement.batch_rows[b]]
+    start = idx * nb // params.wait_for
+    visit = [b for b in itertools.chain(range(start, nb), range(start))
+             if b not in known and any(s in rank for s in placement.labels[b])]
+    candidates = [r for b in visit for r in placement.batch_rows[b]]
+    left = unicast_count(params, have, candidates)
+    got = candidates[:left]
+    for b in visit:
+        if left == 0:
+            break
+        take = min(left, eta)
+        holders = [s for s in placement.labels[b] if s in rank]
+        sender = min(holders, key=lambda s: (sent[s], rank[s]))
+        sent[sender] += take * w
+        unicast_blocks[(sender, k)].append(Block(b, 0, take, *outs))
+        left -= take
+    return got, sorted(set(have) | set(got))
 
 
 def average_load(placement: Placement, strategy: int | None = None) -> Fraction:

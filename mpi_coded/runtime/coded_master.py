@@ -224,6 +224,7 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
                                     "rows": int(v[4]), "stopped": bool(v[5])}
                            for s, v in sorted(map_stats.items())},
             "server_shuffle_s": {str(s): float(sh[s][1][0]) for s in finishers},  # type: ignore[index]
+            "server_plan_s": {str(s): float(sh[s][1][4]) for s in finishers},  # type: ignore[index]
             "server_decode_s": {str(s): float(red[s][1][0]) for s in reducers},  # type: ignore[index]
             "unresponsive": unresponsive,
         }

@@ -36,12 +36,6 @@ MASTER = 0
 ENCODE, MAP, SHUFFLE, REDUCE = range(4)
 
 
-def _pad(setup: Setup, vec: np.ndarray, length: int) -> np.ndarray:
-    out = setup.field.zeros(length)
-    out[: len(vec)] = vec
-    return out
-
-
 class MapRun:
     """The chunked, throttled map of one repetition."""
 
@@ -87,21 +81,56 @@ class MapRun:
             backoff.delay = min(backoff.hi, backoff.delay * 2)
 
 
+def _segment_sum(setup: Setup, data: ServerData, segments: Any, length: int,
+                 skip: int = -1) -> np.ndarray:
+    """Sum (XOR over GF) of the zero-padded segments, leaving out index ``skip``."""
+    field = setup.field
+    out = field.zeros(length)
+    for j, seg in enumerate(segments):
+        if j == skip:
+            continue
+        vec = data.gather(seg.blocks)
+        out[: len(vec)] = field.add(out[: len(vec)], vec)
+    return out
+
+
 def run_shuffle(comm: MPI.Comm, setup: Setup, plan: ShufflePlan, data: ServerData,
                 server: int, rep: int, deadline: float) -> dict[str, Any]:
-    """Send this server's multicasts and unicasts, receive and decode its own."""
+    """Send this server's multicasts and unicasts, receive and decode its own.
+
+    Both ends derive the same plan, so every receive is posted up front with
+    its known size (header and payload), in each sender's posting order: no
+    message waits for a handshake.  Headers are still checked (kind,
+    repetition, plan index, shape).
+    """
     field = setup.field
     mc_send, uc_send = plan.sends(server)
     mc_recv, uc_recv = plan.receives(server)
+
+    # Receives first: (sender, kind, index, size), in the sender's posting order.
+    expected: list[tuple[int, P.Kind, int, int]] = []
+    for i in mc_recv:
+        mc = plan.multicasts[i]
+        expected.append((mc.sender, P.Kind.MULTICAST, i, mc.length))
+    for i in uc_recv:
+        u = plan.unicasts[i]
+        expected.append((u.sender, P.Kind.UNICAST, i, u.size))
+    expected.sort(key=lambda e: (e[0], e[1] != P.Kind.MULTICAST, e[2]))
+    posted = []
+    for sender, kind, i, size in expected:
+        hbuf = np.zeros(P.HEADER_WORDS, dtype=np.int64)
+        pbuf = field.zeros(size)
+        src = rank_of(sender)
+        posted.append((sender, kind, i, hbuf, pbuf,
+                       comm.Irecv(hbuf, source=src, tag=P.TAG_HEADER),
+                       comm.Irecv(pbuf, source=src, tag=P.TAG_PAYLOAD)))
+
     reqs: list[MPI.Request] = []
     keep: list[np.ndarray] = []  # payloads must live until their sends complete
-    sent_values = sent_bytes = 0
-    mc_values = uc_values = 0
+    sent_bytes = mc_values = uc_values = 0
     for i in mc_send:
         mc = plan.multicasts[i]
-        payload = field.zeros(mc.length)
-        for seg in mc.segments:
-            payload = field.add(payload, _pad(setup, data.gather(seg.blocks), mc.length))
+        payload = _segment_sum(setup, data, mc.segments, mc.length)
         keep.append(payload)
         mc_values += mc.length  # a multicast counts once (shared medium)
         for k in mc.receivers:
@@ -114,53 +143,33 @@ def run_shuffle(comm: MPI.Comm, setup: Setup, plan: ShufflePlan, data: ServerDat
         uc_values += u.size
         reqs += P.isend(comm, rank_of(u.receiver), P.Kind.UNICAST, rep, vec, aux=i)
         sent_bytes += int(vec.nbytes)
-    sent_values = mc_values + uc_values
 
-    # What to expect from each sender, in the sender's posting order.
-    expected: dict[int, list[tuple[P.Kind, int]]] = {}
-    for i in mc_recv:
-        expected.setdefault(plan.multicasts[i].sender, []).append((P.Kind.MULTICAST, i))
-    for i in uc_recv:
-        expected.setdefault(plan.unicasts[i].sender, []).append((P.Kind.UNICAST, i))
-    for lst in expected.values():
-        lst.sort(key=lambda ki: (ki[0] != P.Kind.MULTICAST, ki[1]))
-    inboxes = {s: Inbox(comm, rank_of(s)) for s in expected}
-
-    def take(kind: P.Kind, i: int, vec: np.ndarray) -> None:
+    def take(sender: int, kind: P.Kind, i: int, hbuf: np.ndarray, vec: np.ndarray) -> None:
+        h = P.parse_header(hbuf, rank_of(sender), {kind}, rep)
+        if h.aux != i or h.shape != vec.shape:
+            raise P.WireError(f"{kind.name} {h.aux} of shape {h.shape} from server {sender}, "
+                              f"expected {i} of shape {vec.shape}")
         if kind == P.Kind.MULTICAST:
             mc = plan.multicasts[i]
-            if vec.shape != (mc.length,):
-                raise P.WireError(f"multicast {i} has shape {vec.shape}, expected {mc.length}")
             mine = mc.receivers.index(server)
-            got = vec.copy()
-            for j, seg in enumerate(mc.segments):
-                if j != mine:
-                    got = field.sub(got, _pad(setup, data.gather(seg.blocks), mc.length))
+            got = field.sub(vec, _segment_sum(setup, data, mc.segments, mc.length, skip=mine))
             own = mc.segments[mine]
             data.scatter(own.blocks, got[: own.size])
         else:
-            u = plan.unicasts[i]
-            if vec.shape != (u.size,):
-                raise P.WireError(f"unicast {i} has shape {vec.shape}, expected {u.size}")
-            data.scatter(u.blocks, vec)
+            data.scatter(plan.unicasts[i].blocks, vec)
+
+    pending = list(posted)
 
     def progress() -> bool:
-        for s in list(expected):
-            while expected[s]:
-                kind, i = expected[s][0]
-                got = inboxes[s].test({kind}, rep, deadline)
-                if got is None:
-                    break
-                h, vec = got
-                if h.aux != i:
-                    raise P.WireError(f"{kind.name} {h.aux} from server {s}, expected {i}")
-                assert vec is not None
-                take(kind, i, vec)
-                expected[s].pop(0)
-            if not expected[s]:
-                del expected[s]
-        done = not expected
-        if done:
+        still = []
+        for item in pending:
+            sender, kind, i, hbuf, pbuf, hreq, preq = item
+            if hreq.Test() and preq.Test():
+                take(sender, kind, i, hbuf, pbuf)
+            else:
+                still.append(item)
+        pending[:] = still
+        if not pending:
             reqs[:] = [r for r in reqs if not r.Test()]
             return not reqs
         return False
@@ -168,12 +177,15 @@ def run_shuffle(comm: MPI.Comm, setup: Setup, plan: ShufflePlan, data: ServerDat
     try:
         poll_until(progress, deadline, "shuffle messages")
     except DeadlineExceeded:
-        who = ", ".join(f"server {s} = rank {rank_of(s)}" for s in sorted(expected))
+        for item in pending:
+            item[5].Cancel()
+            item[6].Cancel()
+        who = ", ".join(f"server {s} = rank {rank_of(s)}" for s in sorted({x[0] for x in pending}))
         raise DeadlineExceeded(f"timed out waiting for shuffle messages from {who}" if who else
                                "timed out waiting for this server's sends to complete") from None
     del keep
-    return {"sent_values": sent_values, "multicast_values": mc_values, "unicast_values": uc_values,
-            "bytes_sent": sent_bytes}
+    return {"sent_values": mc_values + uc_values, "multicast_values": mc_values,
+            "unicast_values": uc_values, "bytes_sent": sent_bytes}
 
 
 def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...] = ()) -> None:
@@ -232,7 +244,9 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...
 
         phase.set("shuffle", rep)
         at_phase(faults, comm, "shuffle", rep)
+        t = time.perf_counter()
         plan = shuffle_plan(pl, MapEnd(Q, extra))
+        plan_s = time.perf_counter() - t
         Y = {b: mr.out[i * pl.rows_per_batch:(i + 1) * pl.rows_per_batch]
              for i, b in enumerate(pl.server_batches[server])}
         data = ServerData(server, pl, Y, setup.field, job.params.N)
@@ -240,8 +254,9 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...
         sh = run_shuffle(comm, setup, plan, data, server, rep, deadline_in(job.timeout_s))
         sh_s = time.perf_counter() - t
         P.send(comm, MASTER, P.Kind.DONE, rep,
-               np.array([sh_s, sh["multicast_values"], sh["unicast_values"], sh["bytes_sent"]],
-                        dtype=np.float64), aux=SHUFFLE, deadline=deadline_in(job.timeout_s))
+               np.array([sh_s, sh["multicast_values"], sh["unicast_values"], sh["bytes_sent"],
+                         plan_s], dtype=np.float64), aux=SHUFFLE,
+               deadline=deadline_in(job.timeout_s))
         if server not in Q:
             continue  # an extra server sends but does not reduce
 

@@ -1,0 +1,692 @@
+"""The analytic side beside the real runs: model curves, measured points (PNG).
+
+    python scripts/figures.py --run [--small] --out docs/figures [--keep-results DIR]
+    python scripts/figures.py --results coded_T.jsonl coded_K.jsonl cec.jsonl --out DIR
+
+Three figures, the MODEL as curves and REAL runs (JSON lines of ``mpi-coded run``) as points:
+
+``coded_vs_T.png``
+    BDC against the unified scheme (seed 001) as the number of partitions ``T`` grows:
+    (a) communication load, (b) delay ``encode + map + reduce``, (c) the same per phase.
+``coded_vs_K.png``
+    the same against the number of servers ``K`` (``q = round(2K/3)``, ``mu q = 2``,
+    ``m`` close to a target, BDC with the largest ``T`` dividing ``m`` and ``r`` whose
+    partitions keep at least ``--part-rows`` rows).
+``cec_steps.png``
+    heterogeneous against cyclic elastic computing (seed 000), per step of the schedule:
+    (a) step time, (b) cumulative time.
+
+Model: :func:`mpi_coded.coded.model.predict` at the parameters of every measured run
+(same ``K, q, mu, m, n, N, T`` and field, the runtime's default heuristic assignment),
+and ``make_plan(...).time * rows_per_block * t_row`` for the elastic steps.
+
+Normalisation.  Loads are values over ``m N`` in both (exact fractions): plotted as is.
+The model's delay is in abstract operation units (field additions ``l/64``,
+multiplications ``l log2 l``; shifted-exponential order statistics), the measurements in
+seconds, so every coded delay is divided by the UNIFIED scheme's delay of the same setting:
+model ``D_bdc / D_unified``, measured ``median(D_bdc) / median(D_unified)`` over the
+repetitions (bars: min and max of ``D_bdc`` over that median).  The measured ``D`` is
+``encode_s + map_s + reduce_s`` (the model has no shuffle term; the shuffle is the load).
+Elastic step times are seconds on both sides: no normalisation.
+
+``--results``: every file is one figure's data, told apart by content: a file with
+elastic ``step`` lines feeds ``cec_steps.png``; a coded file whose runs span one ``K``
+feeds ``coded_vs_T.png``, several ``K`` ``coded_vs_K.png`` (at every ``K`` the bdc runs
+with the largest ``T`` in that file).  Files of one kind are merged.  ``--run`` launches
+the jobs itself (each an ``mpiexec`` in its own process group with a timeout), writes
+exactly those three files and draws them.  The last output line is a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _launch import read_jsonl, run_mpi  # noqa: E402
+
+from mpi_coded.cec import make_plan  # noqa: E402
+from mpi_coded.coded.model import ModelParams, predict  # noqa: E402
+from mpi_coded.errors import ConfigError  # noqa: E402
+
+PHASES = ("encode", "map", "reduce")
+PHASE_COLORS = {"encode": "tab:blue", "map": "tab:green", "reduce": "tab:red"}
+SCHEME_COLORS = {"unified": "tab:gray", "bdc": "tab:orange"}
+POLICY_COLORS = {"heterogeneous": "tab:blue", "cyclic": "tab:red"}
+FIGURES = {"coded_T": "coded_vs_T.png", "coded_K": "coded_vs_K.png", "cec": "cec_steps.png"}
+
+
+class FigError(Exception):
+    """A one-line error for the user (exit status 2)."""
+
+
+# ------------------------------------------------------------------------------------------
+# reading results
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise FigError(f"results file not found: {path}")
+    try:
+        recs = read_jsonl(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FigError(f"cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise FigError(f"{path}: not JSON lines (line {exc.lineno}: {exc.msg})") from None
+    if not all(isinstance(r, dict) for r in recs):
+        raise FigError(f"{path}: every line must be a JSON object")
+    return recs
+
+
+def coded_runs(recs: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+    """Verified ``run`` lines of coded jobs, each with the ``assignment`` of its config line."""
+    out, assignment, bad = [], "", 0
+    for r in recs:
+        if r.get("kind") == "config" and r.get("job") == "coded":
+            assignment = r.get("assignment") or ""
+        elif r.get("kind") == "run" and r.get("job", "coded") == "coded":
+            if not r.get("verified"):
+                bad += 1
+                continue
+            out.append({**r, "_assignment": assignment})
+    if bad:
+        print(f"figures: {path}: left out {bad} run(s) that did not verify", file=sys.stderr)
+    return out
+
+
+def classify(path: Path, recs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    steps = [r for r in recs if r.get("kind") == "step"]
+    if steps:
+        return "cec", recs
+    runs = coded_runs(recs, path)
+    if not runs:
+        raise FigError(f"{path}: no verified 'run' lines of a coded job and no elastic "
+                       "'step' lines")
+    try:
+        ks = {int(r["K"]) for r in runs}
+    except (KeyError, TypeError, ValueError):
+        raise FigError(f"{path}: a 'run' line has no integer K") from None
+    return ("coded_K" if len(ks) > 1 else "coded_T"), runs
+
+
+# ------------------------------------------------------------------------------------------
+# the coded job: model beside measurement
+
+
+def setting_of(r: dict[str, Any]) -> tuple:
+    """What a unified run and a bdc run must share to be compared."""
+    try:
+        return (int(r["K"]), int(r["q"]), str(Fraction(str(r["mu"]))), int(r["m"]),
+                int(r["n"]), int(r["N"]), str(r["field"]))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        raise FigError(f"a coded 'run' line lacks K, q, mu, m, n, N or field: "
+                       f"{json.dumps(r)[:120]}") from None
+
+
+_MODEL_CACHE: dict[tuple, dict[str, Any]] = {}
+
+
+def model_of(scheme: str, setting: tuple, T: int, assignment: str = "") -> dict[str, Any]:
+    key = (scheme, setting, T, assignment)
+    if key not in _MODEL_CACHE:
+        K, q, mu, m, n, N, field = setting
+        P = None
+        if assignment:
+            import numpy as np
+
+            if not Path(assignment).is_file():
+                raise FigError(f"the bdc runs used the assignment {assignment}, which is "
+                               "not there: the model needs it")
+            P = np.load(assignment)
+        try:
+            mp = ModelParams(scheme, K, q, Fraction(mu), m, n, N, T, field)
+            _MODEL_CACHE[key] = predict(mp, assignment=P)
+        except ConfigError as exc:
+            raise FigError(f"model of {scheme} K={K} q={q} mu={mu} m={m} T={T}: {exc}") from None
+    return _MODEL_CACHE[key]
+
+
+def model_load_at_Q(p: Point, r: dict[str, Any]) -> float:
+    """Model load of one bdc run at the finishing set ``Q`` it realised (padding included,
+    :class:`mpi_coded.coded.bdc_load.LoadEvaluator`): the measured load must equal it."""
+    key = ("loadQ", p.setting, p.T, p.assignment, tuple(sorted(r["Q"])),
+           int(r["rows_per_batch"]))
+    if key not in _MODEL_CACHE:
+        import numpy as np
+
+        from mpi_coded.coded.assignment import heuristic_assignment
+        from mpi_coded.coded.bdc_load import BDCInstance, LoadEvaluator
+
+        K, q, mu, m, n, N, field = p.setting
+        inst = BDCInstance(K, q, Fraction(mu), int(r["rows_per_batch"]), p.T)
+        P = (np.load(p.assignment) if p.assignment else
+             heuristic_assignment(inst.n_batches, inst.rows_per_batch, inst.T))
+        ev = LoadEvaluator(inst, np.array([sorted(r["Q"])], dtype=np.int64), "best", N)
+        _MODEL_CACHE[key] = {"load": float(ev.load(P)), "exact": str(ev.load(P))}
+    return float(_MODEL_CACHE[key]["load"])
+
+
+def measured_delay(r: dict[str, Any], what: str) -> float:
+    if what == "total":
+        return sum(float(r[f"{p}_s"]) for p in PHASES)
+    if what == "total+shuffle":
+        return float(r["total_s"])
+    return float(r[f"{what}_s"])
+
+
+@dataclass
+class Point:
+    x: float
+    setting: tuple
+    T: int
+    unified: list[dict[str, Any]]
+    bdc: list[dict[str, Any]]
+    assignment: str
+
+    def ratio(self, what: str) -> tuple[float, float, float]:
+        """``(median, min, max)`` of measured bdc over the median of measured unified."""
+        ref = statistics.median(measured_delay(r, what) for r in self.unified)
+        vals = [measured_delay(r, what) / ref for r in self.bdc]
+        return statistics.median(vals), min(vals), max(vals)
+
+    def model_ratio(self, what: str) -> float:
+        key = "total" if what == "total" else what
+        b = model_of("bdc", self.setting, self.T, self.assignment)["delay"][key]
+        u = model_of("unified", self.setting, 1)["delay"][key]
+        return b / u
+
+
+def group_settings(runs: list[dict[str, Any]]) -> dict[tuple, dict[str, dict[int, list]]]:
+    """setting -> scheme -> T -> runs."""
+    out: dict[tuple, dict[str, dict[int, list]]] = defaultdict(lambda: defaultdict(
+        lambda: defaultdict(list)))
+    for r in runs:
+        if r.get("scheme") in ("unified", "bdc"):
+            out[setting_of(r)][r["scheme"]][int(r.get("T", 1))].append(r)
+    return out
+
+
+def points_vs_T(runs: list[dict[str, Any]]) -> tuple[tuple, list[Point]]:
+    groups = group_settings(runs)
+    good = [(s, g) for s, g in groups.items() if g["unified"] and g["bdc"]]
+    if not good:
+        raise FigError("coded results: no setting with both unified and bdc runs")
+    setting, g = max(good, key=lambda sg: (len(sg[1]["bdc"]), sg[0]))
+    unified = [r for rs in g["unified"].values() for r in rs]
+    pts = [Point(T, setting, T, unified, rs, rs[0]["_assignment"])
+           for T, rs in sorted(g["bdc"].items())]
+    return setting, pts
+
+
+def points_vs_K(runs: list[dict[str, Any]]) -> list[Point]:
+    groups = group_settings(runs)
+    by_k: dict[int, Point] = {}
+    for s, g in sorted(groups.items()):
+        if not (g["unified"] and g["bdc"]):
+            continue
+        T = max(g["bdc"])
+        rs = g["bdc"][T]
+        pt = Point(s[0], s, T, [r for x in g["unified"].values() for r in x], rs,
+                   rs[0]["_assignment"])
+        if s[0] not in by_k or len(rs) > len(by_k[s[0]].bdc):
+            by_k[s[0]] = pt
+    if len(by_k) < 2:
+        raise FigError("coded results over K: need unified and bdc runs at two or more K")
+    return [by_k[k] for k in sorted(by_k)]
+
+
+def valid_Ts(m: int, r: int, lo: int, hi: int) -> list[int]:
+    g = math.gcd(m, r)
+    return [t for t in range(lo, hi + 1) if g % t == 0]
+
+
+def field_label(field: str) -> str:
+    return {"gf2^8": "GF(2^8)", "gf2^16": "GF(2^16)"}.get(field, field)
+
+
+def run_info(r: dict[str, Any], reps: int) -> str:
+    strag = r.get("straggler", "?")
+    return f"map stragglers: {strag}, {reps} rep(s) per point"
+
+
+def draw_coded(plt: Any, pts: list[Point], xname: str, out: Path, title: str,
+               model_T: list[int] | None = None) -> dict[str, Any]:
+    """Three panels: load, total delay ratio, per-phase delay ratios."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    ax_load, ax_tot, ax_ph = axes
+    xs = [p.x for p in pts]
+    logx = xname == "T"
+    summary: dict[str, Any] = {"points": []}
+
+    # model curves: at every valid T between the measured ones (T figure) or at the points
+    if model_T is not None:
+        s0 = pts[0].setting
+        curve_pts = [Point(T, s0, T, pts[0].unified, pts[0].bdc, pts[0].assignment)
+                     for T in model_T]
+    else:
+        curve_pts = pts
+    cx = [p.x for p in curve_pts]
+
+    # (a) load
+    ax_load.plot(cx, [model_of("bdc", p.setting, p.T, p.assignment)["load"] for p in curve_pts],
+                 "-", color=SCHEME_COLORS["bdc"], label="model: BDC")
+    ax_load.plot(cx, [model_of("unified", p.setting, 1)["load"] for p in curve_pts], "--",
+                 color=SCHEME_COLORS["unified"], label="model: unified")
+    qx, qy = [], []
+    for p in pts:
+        qx.append(p.x)
+        qy.append(statistics.median(model_load_at_Q(p, r) for r in p.bdc))
+    ax_load.plot(qx, qy, "x", color="black", ms=8, mew=1.5,
+                 label="model: BDC at the runs' finishing sets Q")
+    for scheme, shift, marker in (("bdc", 1.0 if logx else 0.0, "o"),
+                                  ("unified", 0.93 if logx else -0.08, "s")):
+        ys, lo, hi, xx = [], [], [], []
+        for p in pts:
+            vals = [float(r["load_measured"]) for r in (p.bdc if scheme == "bdc" else p.unified)]
+            ys.append(statistics.median(vals))
+            lo.append(ys[-1] - min(vals))
+            hi.append(max(vals) - ys[-1])
+            xx.append(p.x * shift if logx else p.x + shift)
+        ax_load.errorbar(xx, ys, yerr=[lo, hi], fmt=marker, color=SCHEME_COLORS[scheme],
+                         mfc="white" if scheme == "unified" else SCHEME_COLORS[scheme],
+                         capsize=3, label=f"measured: {'BDC' if scheme == 'bdc' else 'unified'}")
+    ax_load.set_ylabel("communication load (values sent / (m N))")
+    ax_load.set_title("(a) shuffle load")
+
+    # (b) total delay ratio
+    ax_tot.axhline(1.0, color=SCHEME_COLORS["unified"], ls="--", lw=1,
+                   label="unified (= 1 by definition)")
+    ax_tot.plot(cx, [p.model_ratio("total") for p in curve_pts], "-", color="black",
+                label="model: D_BDC / D_unified")
+    for what, marker, label in (("total", "o", "measured: encode+map+reduce"),
+                                ("total+shuffle", "^", "measured: incl. shuffle")):
+        med, lo, hi = zip(*(p.ratio(what) for p in pts))
+        ax_tot.errorbar(xs, med, yerr=[[m - a for m, a in zip(med, lo)],
+                                       [b - m for m, b in zip(med, hi)]],
+                        fmt=marker, color="black", mfc="black" if what == "total" else "white",
+                        capsize=3, label=label)
+    ax_tot.set_yscale("log")
+    ax_tot.set_ylabel("delay / unified delay (model: op units; measured: s)")
+    ax_tot.set_title("(b) total delay, normalised to unified")
+
+    # (c) per phase
+    for ph in PHASES:
+        ax_ph.plot(cx, [p.model_ratio(ph) for p in curve_pts], "-", color=PHASE_COLORS[ph],
+                   label=f"model: {ph}")
+        med, lo, hi = zip(*(p.ratio(ph) for p in pts))
+        ax_ph.errorbar(xs, med, yerr=[[m - a for m, a in zip(med, lo)],
+                                      [b - m for m, b in zip(med, hi)]],
+                       fmt="o", color=PHASE_COLORS[ph], capsize=3, label=f"measured: {ph}")
+    ax_ph.axhline(1.0, color=SCHEME_COLORS["unified"], ls="--", lw=1)
+    ax_ph.set_yscale("log")
+    ax_ph.set_ylabel("phase delay / unified phase delay")
+    ax_ph.set_title("(c) per phase, normalised to unified")
+
+    for ax in axes:
+        if logx:
+            ax.set_xscale("log")
+            ax.set_xticks(xs)
+            ax.set_xticklabels([str(int(x)) for x in xs])
+            ax.minorticks_off()
+            ax.set_xlabel("partitions T of the block-diagonal code")
+        else:
+            ax.set_xticks(xs)
+            ax.set_xticklabels([f"{p.x:g}\nq={p.setting[1]} mu={p.setting[2]}\nm={p.setting[3]} "
+                                f"T={p.T}" for p in pts],
+                               fontsize=8)
+            ax.set_xlabel("servers K")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7.5, loc="best")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+
+    for p in pts:
+        mb = model_of("bdc", p.setting, p.T, p.assignment)
+        mu_ = model_of("unified", p.setting, 1)
+        summary["points"].append({
+            xname: p.x, "K": p.setting[0], "q": p.setting[1], "mu": p.setting[2],
+            "m": p.setting[3], "T": p.T,
+            "load_model_bdc": mb["load"], "load_model_unified": mu_["load"],
+            "load_measured_bdc": statistics.median(r["load_measured"] for r in p.bdc),
+            "load_measured_unified": statistics.median(r["load_measured"] for r in p.unified),
+            "delay_ratio_model": p.model_ratio("total"),
+            "delay_ratio_measured": p.ratio("total")[0],
+            "delay_ratio_measured_with_shuffle": p.ratio("total+shuffle")[0],
+            **{f"{ph}_ratio_model": p.model_ratio(ph) for ph in PHASES},
+            **{f"{ph}_ratio_measured": p.ratio(ph)[0] for ph in PHASES},
+            "load_model_bdc_at_Q": [model_load_at_Q(p, r) for r in p.bdc],
+            "load_measured_bdc_all": [r["load_measured"] for r in p.bdc],
+            "load_measured_equals_model_at_Q": all(
+                abs(r["load_measured"] - model_load_at_Q(p, r)) < 1e-12 for r in p.bdc),
+            "load_measured_equals_plan": all(r.get("load_measured_exact") ==
+                                             r.get("load_plan_exact") for r in p.bdc + p.unified),
+        })
+    return summary
+
+
+def figure_coded_T(plt: Any, runs: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    setting, pts = points_vs_T(runs)
+    K, q, mu, m, n, N, field = setting
+    r = K * m // q
+    model_T = valid_Ts(m, r, min(p.T for p in pts), max(p.T for p in pts))
+    reps = min(len(p.bdc) for p in pts)
+    title = (f"BDC vs unified against T (seed 001): K={K} q={q} mu={mu} m={m} n={n} N={N} "
+             f"r={r} {field_label(field)}; {run_info(pts[0].bdc[0], reps)}.\n"
+             "Curves: model (mpi_coded.coded.model.predict); points: real MPI runs "
+             "(median, bars min-max)")
+    return draw_coded(plt, pts, "T", out, title, model_T=model_T)
+
+
+def figure_coded_K(plt: Any, runs: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    pts = points_vs_K(runs)
+    reps = min(len(p.bdc) for p in pts)
+    n, N, field = pts[0].setting[4], pts[0].setting[5], pts[0].setting[6]
+    ms = sorted({p.setting[3] for p in pts})
+    mtxt = f"m={ms[0]}" if len(ms) == 1 else f"m={ms[0]}..{ms[-1]}"
+    title = (f"BDC vs unified against K (seed 001): q and mu scaled (labels), {mtxt} n={n} "
+             f"N={N} {field_label(field)}; {run_info(pts[0].bdc[0], reps)}.\nCurves: model "
+             "(mpi_coded.coded.model.predict); "
+             "points: real MPI runs (median, bars min-max)")
+    return draw_coded(plt, pts, "K", out, title)
+
+
+# ------------------------------------------------------------------------------------------
+# the elastic job
+
+
+def cec_runs(recs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """``(config, steps)`` per run in file order (a config line starts a run)."""
+    runs: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    for r in recs:
+        if r.get("kind") == "config" and r.get("job", "cec") == "cec":
+            runs.append((r, []))
+        elif r.get("kind") == "step" and runs:
+            runs[-1][1].append(r)
+    return [(c, s) for c, s in runs if s]
+
+
+def cec_signature(cfg: dict[str, Any]) -> str:
+    keys = ("N", "L", "speeds", "rows", "cols", "field", "t_row", "schedule")
+    return json.dumps({k: cfg.get(k) for k in keys}, sort_keys=True)
+
+
+def plan_seconds(cfg: dict[str, Any], policy: str, available: list[int]) -> float:
+    speeds = {i + 1: Fraction(str(s)) for i, s in enumerate(cfg["speeds"])}
+    L = int(cfg["L"])
+    R = -(-int(cfg["rows"]) // L)
+    plan = make_plan(policy, speeds, L, available, rows=R)
+    return float(plan.time) * R * float(cfg["t_row"])
+
+
+def figure_cec(plt: Any, recs: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    runs = cec_runs(recs)
+    if not runs:
+        raise FigError("elastic results: 'step' lines without the 'config' line of their run")
+    by_sig: dict[str, list] = defaultdict(list)
+    for c, s in runs:
+        by_sig[cec_signature(c)].append((c, s))
+    sig = max(by_sig, key=lambda k: sum(len(s) for _, s in by_sig[k]))
+    if len(by_sig) > 1:
+        print(f"figures: elastic results hold {len(by_sig)} settings; drawing the one with "
+              "the most steps", file=sys.stderr)
+    chosen = by_sig[sig]
+    cfg0 = chosen[0][0]
+    if float(cfg0.get("t_row", 0)) <= 0:
+        print("figures: elastic runs with t_row = 0: the model predicts 0 s per step",
+              file=sys.stderr)
+    schedule = [list(a) for a in cfg0.get("schedule") or []]
+    wall: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for _, steps in chosen:
+        for s in steps:
+            wall[s["policy"]][int(s["step"])].append(float(s["wall_s"]))
+    policies = [p for p in ("heterogeneous", "cyclic") if p in wall] + \
+        sorted(p for p in wall if p not in ("heterogeneous", "cyclic"))
+    n_steps = max(max(w) for w in wall.values())
+    if len(schedule) < n_steps:  # random availability: take it from the step lines
+        avail_of: dict[int, list[int]] = {}
+        for _, steps in chosen:
+            for s in steps:
+                avail_of.setdefault(int(s["step"]), list(s["available"]))
+        schedule = [avail_of[t] for t in range(1, n_steps + 1)]
+    steps_x = list(range(1, n_steps + 1))
+    fig, (ax, axc) = plt.subplots(1, 2, figsize=(12, 4.6))
+    summary: dict[str, Any] = {}
+    for pol in policies:
+        col = POLICY_COLORS.get(pol, "black")
+        model = [plan_seconds(cfg0, pol, schedule[t - 1]) for t in steps_x]
+        rec_pred = {}
+        for _, steps in chosen:
+            for s in steps:
+                if s["policy"] == pol and not s.get("replanned"):
+                    rec_pred[int(s["step"])] = float(s["predicted_s"])
+        mismatch = [t for t, v in rec_pred.items() if abs(v - model[t - 1]) > 1e-9 * max(1, v)]
+        if mismatch:
+            print(f"figures: {pol}: recorded predicted_s differs from make_plan at steps "
+                  f"{mismatch}", file=sys.stderr)
+        ax.hlines(model, [t - 0.38 for t in steps_x], [t + 0.38 for t in steps_x], colors=col,
+                  lw=2, linestyles="-" if pol == "heterogeneous" else "--",
+                  label=f"model: {pol}")
+        dx = 0.1 * (policies.index(pol) - (len(policies) - 1) / 2)
+        have = [t for t in steps_x if wall[pol].get(t)]
+        med = [statistics.median(wall[pol][t]) for t in have]
+        lo = [m - min(wall[pol][t]) for m, t in zip(med, have)]
+        hi = [max(wall[pol][t]) - m for m, t in zip(med, have)]
+        ax.errorbar([t + dx for t in have], med, yerr=[lo, hi], fmt="o", color=col, capsize=3,
+                    label=f"measured: {pol}")
+        cum_model = [sum(model[:t]) for t in steps_x]
+        axc.plot([0, *steps_x], [0.0, *cum_model], "-", color=col, label=f"model: {pol}")
+        full = len(have) == n_steps
+        if full:
+            cum_meas = [sum(med[:t]) for t in steps_x]
+            axc.plot(steps_x, cum_meas, "o", color=col, label=f"measured: {pol}")
+        summary[pol] = {"model_s": model, "measured_s": med,
+                        "repeats": min(len(wall[pol][t]) for t in have),
+                        "model_total_s": sum(model),
+                        "measured_total_s": sum(med) if full else None}
+    if "heterogeneous" in summary and "cyclic" in summary:
+        h, c = summary["heterogeneous"], summary["cyclic"]
+        summary["speedup_model"] = c["model_total_s"] / h["model_total_s"]
+        if h["measured_total_s"] and c["measured_total_s"]:
+            summary["speedup_measured"] = c["measured_total_s"] / h["measured_total_s"]
+            axc.text(0.03, 0.97, f"cyclic / heterogeneous total time\n"
+                     f"model {summary['speedup_model']:.3f}, measured "
+                     f"{summary['speedup_measured']:.3f}", transform=axc.transAxes,
+                     va="top", fontsize=9, bbox={"fc": "white", "alpha": 0.8, "ec": "0.7"})
+    labels = [f"{t}\n{{{','.join(map(str, schedule[t - 1]))}}}" for t in steps_x]
+    for a in (ax, axc):
+        a.set_xticks(steps_x)
+        a.set_xticklabels(labels, fontsize=8)
+        a.set_xlabel("step (available machines)")
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=8, loc="lower right" if a is axc else "upper left")
+    ax.set_ylabel("step time (s)")
+    ax.set_title("(a) per step")
+    axc.set_ylabel("cumulative time (s)")
+    axc.set_title("(b) cumulative over the schedule")
+    reps = min(v["repeats"] for k, v in summary.items() if isinstance(v, dict))
+    speeds = ",".join(str(s) for s in cfg0["speeds"])
+    fig.suptitle(f"Elastic computing (seed 000): N={cfg0['N']} L={cfg0['L']} speeds ({speeds}) "
+                 f"rows={cfg0['rows']} cols={cfg0['cols']} {cfg0.get('field')} "
+                 f"t_row={float(cfg0['t_row']) * 1e3:g} ms; {reps} run(s) per policy.\n"
+                 "Curves: model = plan time x rows per block x t_row (make_plan); points: "
+                 "measured wall_s (median, bars min-max)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    plt.close(fig)
+    return summary
+
+
+# ------------------------------------------------------------------------------------------
+# running the jobs
+
+
+@dataclass(frozen=True)
+class Preset:
+    K_T: int            # K of the T sweep
+    Ts: tuple[int, ...]
+    Ks: tuple[int, ...]
+    m: int              # target rows of A
+    n: int
+    N: int
+    field: str
+    t_row: float
+    reps: int
+    part_rows: int      # K sweep: smallest partition (rows of A) allowed
+    cec_t_row: float
+    cec_repeats: int
+    timeout: float      # per mpiexec
+
+
+PRESETS = {
+    "small": Preset(K_T=4, Ts=(1, 4, 12), Ks=(4, 5), m=36, n=24, N=6, field="float64",
+                    t_row=0.0005, reps=2, part_rows=3, cec_t_row=0.0002, cec_repeats=1,
+                    timeout=120),
+    "full": Preset(K_T=9, Ts=(1, 3, 10, 30, 90, 360), Ks=(4, 5, 6, 7, 8, 9), m=720, n=720,
+                   N=60, field="gf2^16", t_row=0.0002, reps=3, part_rows=24,
+                   cec_t_row=0.002, cec_repeats=3, timeout=900),
+}
+
+
+def k_setting(K: int, m_target: int) -> tuple[int, Fraction, int, int]:
+    """``(q, mu, rows_per_batch, m)``: ``q = round(2K/3)``, ``mu q = 2``, ``m`` near the target."""
+    q = max(2, round(2 * K / 3))
+    mu = Fraction(2, q)
+    nb = math.comb(K, 2)
+    best = None
+    for eta in range(1, 4 * m_target + 1):
+        if (eta * nb * q) % K == 0:
+            m = eta * nb * q // K
+            if best is None or abs(m - m_target) < abs(best[1] - m_target):
+                best = (eta, m)
+            if m > m_target:
+                break
+    assert best is not None
+    return q, mu, best[0], best[1]
+
+
+def largest_T(m: int, r: int, part_rows: int) -> int:
+    return max(t for t in range(1, m + 1) if math.gcd(m, r) % t == 0 and m // t >= part_rows)
+
+
+def run_all(preset: Preset, work: Path) -> dict[str, Path]:
+    done: dict[tuple, Path] = {}
+
+    def coded(scheme: str, K: int, q: int, mu: Fraction, eta: int, T: int) -> Path:
+        key = (scheme, K, q, mu, eta, T)
+        if key in done:
+            return done[key]
+        out = work / f"run_{scheme}_K{K}_T{T}.jsonl"
+        args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(q), "--mu",
+                str(mu), "--rows-per-batch", str(eta), "--n", str(preset.n), "--N",
+                str(preset.N), "--field", preset.field, "--straggler", "shiftexp", "--t-row",
+                str(preset.t_row), "--reps", str(preset.reps), "--seed", "0",
+                "--timeout", str(preset.timeout), "--out", str(out)]
+        if scheme == "bdc":
+            args += ["--T", str(T)]
+        run_mpi(K + 1, args, timeout=preset.timeout)
+        done[key] = out
+        return out
+
+    def concat(paths: list[Path], dest: Path) -> Path:
+        dest.write_text("".join(p.read_text() for p in paths))
+        return dest
+
+    files: dict[str, Path] = {}
+    q, mu, eta, m = k_setting(preset.K_T, preset.m)
+    t_runs = [coded("unified", preset.K_T, q, mu, eta, 1)]
+    t_runs += [coded("bdc", preset.K_T, q, mu, eta, T) for T in preset.Ts]
+    files["coded_T"] = concat(t_runs, work / "coded_T.jsonl")
+    k_runs = []
+    for K in preset.Ks:
+        q, mu, eta, m = k_setting(K, preset.m)
+        r = eta * math.comb(K, 2)
+        k_runs += [coded("unified", K, q, mu, eta, 1),
+                   coded("bdc", K, q, mu, eta, largest_T(m, r, preset.part_rows))]
+    files["coded_K"] = concat(k_runs, work / "coded_K.jsonl")
+    cec = work / "cec.jsonl"
+    cec.unlink(missing_ok=True)
+    for rep in range(preset.cec_repeats):
+        for policy in ("heterogeneous", "cyclic"):
+            run_mpi(7, ["run", "cec", "--policy", policy, "--t-row", str(preset.cec_t_row),
+                        "--seed", str(rep), "--out", str(cec)], timeout=preset.timeout)
+    files["cec"] = cec
+    return files
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def draw_all(plt: Any, groups: dict[str, list[dict[str, Any]]], out_dir: Path
+             ) -> dict[str, Any]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {}
+    draw = {"coded_T": figure_coded_T, "coded_K": figure_coded_K, "cec": figure_cec}
+    for kind in ("coded_T", "coded_K", "cec"):
+        if kind in groups:
+            path = out_dir / FIGURES[kind]
+            summary[kind] = draw[kind](plt, groups[kind], path)
+            summary[kind]["png"] = str(path)
+            print(f"wrote {path} ({path.stat().st_size} bytes)")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--run", action="store_true", help="launch the jobs (mpiexec), then draw")
+    mode.add_argument("--results", nargs="+", type=Path, metavar="FILE",
+                      help="JSON-lines results to draw (one figure's data per file)")
+    ap.add_argument("--small", action="store_true",
+                    help="with --run: a tiny version (float64, few ranks; well under a minute)")
+    ap.add_argument("--out", type=Path, required=True, help="directory for the PNGs")
+    ap.add_argument("--keep-results", type=Path, default=None, metavar="DIR",
+                    help="with --run: keep coded_T.jsonl, coded_K.jsonl, cec.jsonl here")
+    args = ap.parse_args(argv)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    try:
+        if args.small and not args.run:
+            raise FigError("--small applies only with --run")
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise FigError("matplotlib is not installed (pip install matplotlib, or the "
+                           "'plot' extra)") from None
+        if args.run:
+            preset = PRESETS["small" if args.small else "full"]
+            with tempfile.TemporaryDirectory() as d:
+                files = run_all(preset, Path(d))
+                if args.keep_results is not None:
+                    args.keep_results.mkdir(parents=True, exist_ok=True)
+                    for f in files.values():
+                        shutil.copy(f, args.keep_results / f.name)
+                groups = {k: classify(p, read_results(p))[1] for k, p in files.items()}
+                summary = draw_all(plt, groups, args.out)
+        else:
+            for p in args.results:
+                kind, recs = classify(p, read_results(p))
+                groups.setdefault(kind, []).extend(recs)
+            summary = draw_all(plt, groups, args.out)
+    except FigError as exc:
+        print(f"figures.py: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
