@@ -341,9 +341,8 @@ def draw_coded(plt: Any, pts: list[Point], xname: str, out: Path, title: str,
             ax.set_xlabel("partitions T of the block-diagonal code")
         else:
             ax.set_xticks(xs)
-            ax.set_xticklabels([f"{p.x:g}\nq={p.setting[1]} mu={p.setting[2]}\nm={p.setting[3]} "
-                                f"T={p.T}" for p in pts],
-                               fontsize=8)
+            ax.set_xticklabels([f"{p.x:g}\nq={p.setting[1]}\nmu={p.setting[2]}\nT={p.T}"
+                                for p in pts], fontsize=7.5)
             ax.set_xlabel("servers K")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7.5, loc="best")

@@ -4,7 +4,8 @@ Modules: :mod:`.params` (parameters, validation), :mod:`.loads` (analytic
 loads), :mod:`.assignment` (BDC matrix ``P``), :mod:`.codes` (``Psi``, encode,
 decode), :mod:`.placement` (who stores what), :mod:`.mapend` (when the map
 phase ends), :mod:`.shuffle` (the shuffle plan), :mod:`.replay` (one-process
-execution of a plan), :mod:`.commands` (``mpi-coded load``).
+execution of a plan), :mod:`.commands` (``mpi-coded load``), :mod:`.lt` (LT
+codes) and :mod:`.lt_scheme` (scheme ``lt``: the LT code in the unified layout).
 """
 
 from mpi_coded.coded.codes import Code, CodeLayout, NotDecodable, build_code, code_layout

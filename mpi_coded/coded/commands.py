@@ -19,6 +19,11 @@ from mpi_coded.coded.loads import scheme_load
 from mpi_coded.coded.params import check_model
 
 LOAD_SCHEMES = ("uc", "cmr", "sc", "unified")
+"""Schemes with a closed-form load.  Not bdc (its load depends on ``P`` and ``Q``:
+``mpi-coded solve``/``shuffle.average_load``) and not lt: its load is the unified
+``L(q)`` plus the extra unicasts of the LT overhead, which depend on the seeded
+code and on ``Q`` (``scheme_load("lt", ...)`` returns the unified lower bound;
+the coded job measures the real load)."""
 
 
 def load_result(scheme: str, K: int, q: int, mu: Any) -> dict[str, Any]:
@@ -88,7 +93,7 @@ def register_run(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "coded", help="coded matrix-vector products with straggling servers (mpiexec -n K+1)")
     p.add_argument("--config", default=None, help="TOML file with the same keys as the flags")
-    p.add_argument("--scheme", default=None, help="uc, cmr, sc, unified or bdc")
+    p.add_argument("--scheme", default=None, help="uc, cmr, sc, unified, bdc or lt")
     p.add_argument("--K", type=int, default=None, help="servers")
     p.add_argument("--q", type=int, default=None, help="servers the map phase waits for")
     p.add_argument("--mu", default=None, help="stored fraction, e.g. 1/2 (mu q integer)")
