@@ -259,6 +259,12 @@ def run_info(r: dict[str, Any], reps: int) -> str:
     return f"map stragglers: {strag}, {reps} rep(s) per point"
 
 
+def ratio_bars(pts: list[Point], what: str) -> tuple[list[float], list[list[float]]]:
+    """Medians and ``[below, above]`` bar lengths of :meth:`Point.ratio` for errorbar."""
+    stats = [p.ratio(what) for p in pts]
+    return [m for m, _, _ in stats], [[m - a for m, a, _ in stats], [b - m for m, _, b in stats]]
+
+
 def draw_coded(plt: Any, pts: list[Point], xname: str, out: Path, title: str,
                model_T: list[int] | None = None) -> dict[str, Any]:
     """Three panels: load, total delay ratio, per-phase delay ratios."""
@@ -310,9 +316,7 @@ def draw_coded(plt: Any, pts: list[Point], xname: str, out: Path, title: str,
                 label="model: D_BDC / D_unified")
     for what, marker, label in (("total", "o", "measured: encode+map+reduce"),
                                 ("total+shuffle", "^", "measured: incl. shuffle")):
-        med, lo, hi = zip(*(p.ratio(what) for p in pts))
-        ax_tot.errorbar(xs, med, yerr=[[m - a for m, a in zip(med, lo)],
-                                       [b - m for m, b in zip(med, hi)]],
+        ax_tot.errorbar(xs, *ratio_bars(pts, what),
                         fmt=marker, color="black", mfc="black" if what == "total" else "white",
                         capsize=3, label=label)
     ax_tot.set_yscale("log")
@@ -323,9 +327,7 @@ def draw_coded(plt: Any, pts: list[Point], xname: str, out: Path, title: str,
     for ph in PHASES:
         ax_ph.plot(cx, [p.model_ratio(ph) for p in curve_pts], "-", color=PHASE_COLORS[ph],
                    label=f"model: {ph}")
-        med, lo, hi = zip(*(p.ratio(ph) for p in pts))
-        ax_ph.errorbar(xs, med, yerr=[[m - a for m, a in zip(med, lo)],
-                                      [b - m for m, b in zip(med, hi)]],
+        ax_ph.errorbar(xs, *ratio_bars(pts, ph),
                        fmt="o", color=PHASE_COLORS[ph], capsize=3, label=f"measured: {ph}")
     ax_ph.axhline(1.0, color=SCHEME_COLORS["unified"], ls="--", lw=1)
     ax_ph.set_yscale("log")
