@@ -56,7 +56,6 @@ DEFAULT_C = 0.1
 DEFAULT_DELTA = 0.5
 """Robust Soliton ``delta`` (Luby's bound on the peeling failure probability)."""
 REAL_COEFFS = ("pm1", "gaussian")
-_POLYS = {8: 0x11D, 16: 0x1002D}
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,27 +176,12 @@ class _Arith:
 @functools.cache
 def _gf_tables(degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(LOG, EXP, MT)``: ``EXP[LOG[a] + LOG[b]] = a b`` for all ``a, b`` (zeros included);
-    ``MT`` the full product table for GF(2^8) (empty for GF(2^16))."""
-    order = 1 << degree
-    dtype = np.uint8 if degree == 8 else np.uint16
-    exp = np.zeros(order - 1, dtype=np.int64)
-    x = 1
-    for e in range(order - 1):
-        exp[e] = x
-        x <<= 1
-        if x & order:
-            x ^= _POLYS[degree]
-    log = np.zeros(order, dtype=np.int64)
-    log[exp] = np.arange(order - 1)
-    zlog = 2 * (order - 1)  # LOG[0] points into a zero tail long enough for LOG[0] + LOG[0]
-    log[0] = zlog
-    EXP = np.zeros(2 * zlog + 2, dtype=dtype)
-    EXP[:zlog] = np.concatenate([exp, exp])
-    if degree == 8:
-        MT = EXP[log[:, None] + log[None, :]]
-    else:
-        MT = np.zeros((0, 0), dtype=dtype)
-    return log, EXP, MT
+    ``MT`` the full product table for GF(2^8) (empty for GF(2^16)).  The tables of
+    :mod:`mpi_coded.gf_kernels` (one construction, galois's default polynomials)."""
+    from mpi_coded import gf_kernels
+
+    t = gf_kernels.tables(degree)
+    return t.log.astype(np.int64), t.exp, t.mul_table
 
 
 class _GFArith(_Arith):
