@@ -24,7 +24,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="mpi-coded", description=__doc__.splitlines()[0])
+    parser = OneLineParser(
+        prog="mpi-coded",
+        description="A real MPI cluster for coded distributed computing: coded elastic "
+        "computing (run cec, plan cec) and coded matrix-vector products with straggling "
+        "servers (run coded, load, model, solve).")
     from mpi_coded import __version__
 
     parser.add_argument("--version", action="version", version=f"mpi-coded {__version__}")
