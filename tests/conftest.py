@@ -59,6 +59,21 @@ def run_mpi(n: int, args: list[str], timeout: float = 120.0,
     return run_cmd([exe, "-n", str(n), sys.executable, "-m", "mpi_coded", *args], timeout, env)
 
 
+def processes_matching(text: str, exclude: int | None = None) -> list[str]:
+    """Command lines of live processes that contain ``text`` (to prove nothing is left behind)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or (exclude is not None and d.name == str(exclude)):
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmd:
+            found.append(f"{d.name}: {cmd}")
+    return found
+
+
 def run_cli(args: list[str], timeout: float = 60.0) -> Run:
     """``python -m mpi_coded ARGS`` outside MPI."""
     return run_cmd([sys.executable, "-m", "mpi_coded", *args], timeout)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 from fractions import Fraction
 
 import numpy as np
@@ -14,7 +13,6 @@ from hypothesis import strategies as st
 
 from mpi_coded import cli
 from mpi_coded.coded import solvers
-from mpi_coded.coded.analysis_commands import register_solve
 from mpi_coded.coded.assignment import check_assignment, format_assignment
 from mpi_coded.coded.bdc_load import (
     LoadEvaluator,
@@ -241,16 +239,8 @@ def test_save_and_load_for_the_runtime(tmp_path):
 
 
 def run(argv):
-    """Mimic cli.main with only this subcommand registered."""
-    parser = cli.OneLineParser(prog="mpi-coded")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=cli.OneLineParser)
-    register_solve(sub)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except ConfigError as exc:
-        print(f"mpi-coded: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    """The real command line (``model`` and ``solve`` are wired into cli.main)."""
+    return cli.main(argv)
 
 
 PAPER = ["solve", "--K", "9", "--q", "6", "--mu", "1/3", "--rows-per-batch", "250", "--T", "250"]

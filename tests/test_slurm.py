@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from test_sweep import POINTS, check_png, check_sweep_file, needs_matplotlib
 
-from conftest import ROOT, run_cmd
+from conftest import ROOT, processes_matching, run_cmd
 
 HARNESS = ROOT / "scripts" / "slurm_harness.sh"
 SHELL_SCRIPTS = sorted([*ROOT.glob("slurm/*.sh"), *ROOT.glob("scripts/*.sh")])
@@ -135,15 +135,7 @@ def test_harness_passes_and_stops_its_daemons(harness):
     assert harness.returncode == 0, harness.output[-6000:]
     assert "HARNESS DONE failures=0" in harness.output
     assert "stopped daemons" in harness.output
-    leftovers = []
-    for d in Path("/proc").iterdir():
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if str(harness.state) in cmd:
-            leftovers.append(f"{d.name}: {cmd}")
-    assert leftovers == []
+    assert processes_matching(str(harness.state)) == []
 
 
 @pytest.mark.parametrize("launcher", ["srun", "mpiexec"])

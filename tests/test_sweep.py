@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, mpiexec_path, run_cmd
+from conftest import ROOT, mpiexec_path, processes_matching, run_cmd
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import sweep  # noqa: E402
@@ -137,14 +137,7 @@ def test_sweep_timeout_kills_the_whole_process_group(tmp_path):
     failed = [x for x in read_jsonl(out) if x["kind"] == "run_failed"]
     assert len(failed) == 1 and failed[0]["reason"] == "timed out"
     assert failed[0]["params"] == {"t_row": 0.05}
-    leftovers = []
-    for d in Path("/proc").iterdir():
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if str(tmp_path) in cmd and d.name != str(os.getpid()):
-            leftovers.append(cmd)
+    leftovers = processes_matching(str(tmp_path), exclude=os.getpid())
     assert leftovers == []  # mpiexec, hydra proxies and ranks all gone
 
 
