@@ -1,8 +1,10 @@
-"""One error type for bad input, with one message shape.
+"""The package's error types.
 
 Every check of user input raises :class:`ConfigError` naming the argument (or
 config key) and the rule it broke; the CLI turns it into a single line on
 stderr and exit status 2, on every rank, before any MPI traffic.
+:class:`NotDecodable` is a decoder given too few coded values: a plan or
+protocol bug, never bad input.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ class ConfigError(ValueError):
         if got is not None:
             msg += f" (got {got!r})" if not isinstance(got, str) else f" (got {got})"
         super().__init__(msg)
+
+
+class NotDecodable(RuntimeError):
+    """Too few coded values (or values of the wrong rows) to decode: a plan or protocol bug."""
 
 
 def require(cond: bool, field: str, rule: str, got: Any = None) -> None:

@@ -6,6 +6,8 @@ Forms (repeatable on ``mpi-coded run``)::
     stall:RANK:PHASE[@STEP]:SECONDS   the rank sleeps SECONDS when it enters PHASE
     slow:RANK:FACTOR                  the rank's throttled work takes FACTOR times longer
     garble:RANK:PHASE[@STEP]          the rank sends the master a malformed message
+    drift:RANK:STEP:FACTOR            elastic job: from step STEP on, the rank's throttle
+                                      speed is multiplied by FACTOR (> 0; < 1 slows it)
 
 Phases are named as in the results: ``setup``, ``step`` (elastic job),
 ``encode``, ``map``, ``shuffle``, ``reduce`` (coded job).  ``@STEP`` picks the
@@ -19,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mpi_coded.coded.phases import PHASES as CODED_PHASES
 from mpi_coded.errors import ConfigError, require
 
-KINDS = ("kill", "stall", "slow", "garble")
-PHASES = {"cec": ("setup", "step"), "coded": ("setup", "encode", "map", "shuffle", "reduce")}
+KINDS = ("kill", "stall", "slow", "garble", "drift")
+PHASES = {"cec": ("setup", "step"), "coded": ("setup", *CODED_PHASES)}
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,10 @@ def parse_fault(spec: str, job: str, world_size: int) -> Fault:
     parts = spec.split(":")
     kind = parts[0]
     require(kind in KINDS, "--fault", f"kind must be one of {', '.join(KINDS)}", spec)
-    shapes = {"kill": 3, "stall": 4, "slow": 3, "garble": 3}
+    shapes = {"kill": 3, "stall": 4, "slow": 3, "garble": 3, "drift": 4}
     usage = {"kill": "kill:RANK:PHASE[@STEP]", "stall": "stall:RANK:PHASE[@STEP]:SECONDS",
-             "slow": "slow:RANK:FACTOR", "garble": "garble:RANK:PHASE[@STEP]"}
+             "slow": "slow:RANK:FACTOR", "garble": "garble:RANK:PHASE[@STEP]",
+             "drift": "drift:RANK:STEP:FACTOR"}
     require(len(parts) == shapes[kind], "--fault", f"must look like {usage[kind]}", spec)
     try:
         rank = int(parts[1])
@@ -61,6 +65,16 @@ def parse_fault(spec: str, job: str, world_size: int) -> Fault:
         raise ConfigError("--fault", "RANK must be an integer", spec) from None
     require(1 <= rank < world_size, "--fault",
             f"RANK must be a worker rank 1..{world_size - 1} (rank 0 is the master)", spec)
+    if kind == "drift":
+        require(job == "cec", "--fault", "drift is a fault of the cec job", spec)
+        try:
+            at_step = int(parts[2])
+        except ValueError:
+            raise ConfigError("--fault", "STEP must be an integer", spec) from None
+        require(at_step >= 1, "--fault", "drift STEP must be >= 1", spec)
+        factor = _num(parts[3], "FACTOR", spec)
+        require(factor > 0, "--fault", "drift FACTOR must be > 0", spec)
+        return Fault(kind, rank, "step", at_step, factor=factor)
     if kind == "slow":
         factor = _num(parts[2], "FACTOR", spec)
         require(factor >= 1, "--fault", "slow FACTOR must be >= 1", spec)
@@ -89,5 +103,24 @@ def slow_factor(faults: Sequence[Fault], rank: int) -> float:
     f = 1.0
     for x in faults:
         if x.kind == "slow" and x.rank == rank:
+            f *= x.factor
+    return f
+
+
+def check_steps(faults: Sequence[Fault], steps: int) -> None:
+    """ConfigError unless every drift fires at a step of a job of ``steps`` steps."""
+    for f in faults:
+        if f.kind == "drift":
+            assert f.step is not None
+            require(f.step <= steps, "--fault",
+                    f"drift step must be a step of the job (1..{steps})",
+                    f"drift:{f.rank}:{f.step}:{f.factor:g}")
+
+
+def drift_factor(faults: Sequence[Fault], rank: int, step: int) -> float:
+    """Product of the drift factors of ``rank`` that have fired by ``step``."""
+    f = 1.0
+    for x in faults:
+        if x.kind == "drift" and x.rank == rank and x.step is not None and x.step <= step:
             f *= x.factor
     return f

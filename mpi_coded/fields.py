@@ -29,6 +29,8 @@ class Field:
     dtype: np.dtype[Any] = np.dtype(np.float64)
     exact: bool = False
     order: int = 0  # number of elements; 0 for the reals
+    tolerance: float = 0.0
+    """Largest :meth:`max_error` a verified result may have (0: exact fields)."""
 
     def random(self, shape: tuple[int, ...] | int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
@@ -52,6 +54,10 @@ class Field:
         """Relative error over the reals; number of wrong entries over GF."""
         raise NotImplementedError
 
+    def verified(self, err: float) -> bool:
+        """Whether a result with :meth:`max_error` ``err`` counts as correct."""
+        return bool(err <= self.tolerance)
+
     def cauchy(self, n_rows: int, n_cols: int) -> np.ndarray:
         """A Cauchy matrix: every square submatrix is invertible."""
         raise NotImplementedError
@@ -74,6 +80,7 @@ class RealField(Field):
     name = "float64"
     dtype = np.dtype(np.float64)
     exact = False
+    tolerance = 1e-6  # relative; decoding real codes loses a few digits to conditioning
     order = 0
 
     def random(self, shape: tuple[int, ...] | int, rng: np.random.Generator) -> np.ndarray:

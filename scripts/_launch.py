@@ -1,8 +1,8 @@
-"""Shared by the benchmark scripts: launch ``mpiexec`` safely and read results."""
+"""Shared by the benchmark scripts: launch ``mpiexec`` safely; read results through
+:mod:`mpi_coded.results`."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 
 def mpiexec() -> str:
@@ -40,4 +42,7 @@ def run_mpi(n: int, args: list[str], timeout: float = 600.0) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The lines of a results file (:func:`mpi_coded.results.read_results`)."""
+    from mpi_coded.results import read_results
+
+    return read_results(path)

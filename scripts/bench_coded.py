@@ -1,6 +1,6 @@
 """Benchmark of the coded matrix-vector job: every scheme, per-phase times.
 
-A paper-shaped instance scaled to a 2-core machine (seed 001: K = 9, q = 6,
+A paper-shaped instance scaled to a 2-core machine (the BDC paper: K = 9, q = 6,
 mu = 1/3; the paper uses m = n = N = 6000, eta_b = 250): all schemes at the same
 ``m``, BDC for T from 1 to ``rows-per-batch``, all launched by this script with
 mpiexec in one run, then raw MPI point-to-point throughput on the same ranks
@@ -31,20 +31,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec, read_jsonl, run_mpi  # noqa: E402
 
-from mpi_coded.coded.params import rows_per_batch_for  # noqa: E402
+from mpi_coded.coded.schemes import get as get_scheme  # noqa: E402
 
 K, Q, MU = 9, 6, "1/3"
 
 
 def run_scheme(tmp: Path, scheme: str, m: int, n: int, N: int, T: int, field: str,
                reps: int, t_row: float) -> dict:
-    eta = rows_per_batch_for(scheme, K, Q, MU, m)
+    spec = get_scheme(scheme)
+    eta = spec.rows_per_batch_for(K, Q, MU, m)
     out = tmp / f"{scheme}_{T}.jsonl"
     args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(Q), "--mu", MU,
             "--rows-per-batch", str(eta), "--n", str(n), "--N", str(N), "--field", field,
             "--straggler", "shiftexp", "--t-row", str(t_row), "--reps", str(reps),
             "--out", str(out)]
-    if scheme == "bdc":
+    if spec.partitioned:
         args += ["--T", str(T)]
     run_mpi(K + 1, args, timeout=1800)
     runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
@@ -69,7 +70,7 @@ def p2p(m: int, n: int, N: int, field: str) -> dict:
     import signal
     import subprocess
 
-    eta = rows_per_batch_for("unified", K, Q, MU, m)
+    eta = get_scheme("unified").rows_per_batch_for(K, Q, MU, m)
     cmd = [mpiexec(), "-n", str(K + 1), sys.executable,
            str(ROOT / "scripts" / "p2p_throughput.py"), "--scheme", "unified", "--K", str(K),
            "--q", str(Q), "--mu", MU, "--rows-per-batch", str(eta), "--n", str(n),
@@ -119,7 +120,7 @@ def main() -> int:
     ap.add_argument("--t-row", type=float, default=0.0002)
     ap.add_argument("--field", default="gf2^16")
     args = ap.parse_args()
-    eta_unified = rows_per_batch_for("unified", K, Q, MU, args.m)
+    eta_unified = get_scheme("unified").rows_per_batch_for(K, Q, MU, args.m)
     Ts = [T for T in (1, 2, 5, 10, eta_unified) if eta_unified % T == 0 and
           args.m % T == 0 and T <= eta_unified]
     Ts = sorted(set(Ts))

@@ -7,14 +7,19 @@ Every line with a ``verified`` key must say ``true``, every line with an
 at least one step line and at least one summary line (``--min-runs``: at least K
 summary lines, for a sweep's combined file).  A line of kind ``run_failed``
 (written by ``scripts/sweep.py``) fails the check.  Prints one line per file,
-``OK`` or what is wrong; exit status 0 when every file passes, 1 otherwise.
+``OK`` or what is wrong; exit status 0 when every file passes, 1 otherwise.  A torn last
+line (a job killed mid-write) is reported too.  Files are read through
+:mod:`mpi_coded.results`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mpi_coded.results import ALL_VERIFIED, RUN_FAILED, VERIFIED, kind_of, scan_results  # noqa: E402
 
 
 def check(path: Path, min_runs: int = 1) -> list[str]:
@@ -23,29 +28,35 @@ def check(path: Path, min_runs: int = 1) -> list[str]:
         return [f"{path}: no such file"]
     problems = []
     steps = summaries = 0
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
+    try:
+        lines = scan_results(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"{path}: cannot read: {exc}"]
+    for line in lines:
+        i, rec = line.number, line.record
+        if line.error is not None:
+            torn = " (torn last line: the job was killed mid-write)" if line.torn else ""
+            problems.append(f"line {i}: not JSON ({line.error}){torn}")
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {i}: not JSON ({exc})")
+        if not isinstance(rec, dict):
+            problems.append(f"line {i}: not a JSON object")
             continue
-        kind = rec.get("kind")
-        if kind == "run_failed":
+        kind = kind_of(rec)
+        if kind == RUN_FAILED:
             problems.append(f"line {i}: a run failed: {rec.get('reason')}")
-        if "verified" in rec:
+        if VERIFIED in rec:
             steps += 1
-            if rec["verified"] is not True:
+            if rec[VERIFIED] is not True:
                 problems.append(f"line {i}: {kind} {rec.get('step', '')} not verified")
-        if "all_verified" in rec:
+        if ALL_VERIFIED in rec:
             summaries += 1
-            if rec["all_verified"] is not True:
-                problems.append(f"line {i}: summary says all_verified = {rec['all_verified']}")
+            if rec[ALL_VERIFIED] is not True:
+                problems.append(f"line {i}: summary says {ALL_VERIFIED} = {rec[ALL_VERIFIED]}")
     if steps == 0:
-        problems.append("no line with 'verified'")
+        problems.append(f"no line with '{VERIFIED}'")
     if summaries < min_runs:
-        problems.append(f"{summaries} summary lines with 'all_verified', expected >= {min_runs}")
+        problems.append(f"{summaries} summary lines with '{ALL_VERIFIED}', expected >= "
+                        f"{min_runs}")
     return [f"{path}: {p}" for p in problems]
 
 

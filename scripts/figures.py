@@ -6,19 +6,27 @@
 Three figures, the MODEL as curves and REAL runs (JSON lines of ``mpi-coded run``) as points:
 
 ``coded_vs_T.png``
-    BDC against the unified scheme (seed 001) as the number of partitions ``T`` grows:
+    BDC against the unified scheme (the BDC paper) as the number of partitions ``T`` grows:
     (a) communication load, (b) delay ``encode + map + reduce``, (c) the same per phase.
 ``coded_vs_K.png``
     the same against the number of servers ``K`` (``q = round(2K/3)``, ``mu q = 2``,
     ``m`` close to a target, BDC with the largest ``T`` dividing ``m`` and ``r`` whose
     partitions keep at least ``--part-rows`` rows).
 ``cec_steps.png``
-    heterogeneous against cyclic elastic computing (seed 000), per step of the schedule:
+    heterogeneous against cyclic elastic computing (the heterogeneous CEC paper), per step of
+    the schedule:
     (a) step time, (b) cumulative time.
 
-Model: :func:`mpi_coded.coded.model.predict` at the parameters of every measured run
-(same ``K, q, mu, m, n, N, T`` and field, the runtime's default heuristic assignment),
-and ``make_plan(...).time * rows_per_block * t_row`` for the elastic steps.
+Every model value and parameter rule comes from the package, none is restated here:
+:func:`mpi_coded.analysis.model.predict` at the parameters of every measured run (same
+``K, q, mu, m, n, N, T`` and field, the runtime's default heuristic assignment), the load
+at a realised ``Q`` from :class:`mpi_coded.analysis.bdc_load.LoadEvaluator`, valid
+settings from :meth:`mpi_coded.coded.schemes.base.Scheme.params`, and for the elastic
+steps ``CECConfig.predicted_s(make_plan(...).time)`` with the job's own config.  Results
+are read through :mod:`mpi_coded.results`.
+
+Adding a figure: a ``figure_<name>(plt, lines, out) -> summary`` function, an entry in
+:data:`FIGURES`, and a rule in :func:`classify` that recognises its results files.
 
 Normalisation.  Loads are values over ``m N`` in both (exact fractions): plotted as is.
 The model's delay is in abstract operation units (field additions ``l/64``,
@@ -40,30 +48,36 @@ exactly those three files and draws them.  The last output line is a JSON summar
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import math
 import shutil
 import statistics
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _launch import read_jsonl, run_mpi  # noqa: E402
+from _launch import run_mpi  # noqa: E402
 
+from mpi_coded import results  # noqa: E402
+from mpi_coded.analysis.model import model_params, predict  # noqa: E402
 from mpi_coded.cec import make_plan  # noqa: E402
-from mpi_coded.coded.model import ModelParams, predict  # noqa: E402
+from mpi_coded.cec.config import CECConfig, load_config  # noqa: E402
+from mpi_coded.coded.params import CodedParams  # noqa: E402
+from mpi_coded.coded.schemes import get as get_scheme  # noqa: E402
 from mpi_coded.errors import ConfigError  # noqa: E402
+from mpi_coded.results import CodedRun, ElasticConfig, ElasticStep  # noqa: E402
 
 PHASES = ("encode", "map", "reduce")
+"""The phases of the model's delay (it has no shuffle term; the shuffle is the load)."""
 PHASE_COLORS = {"encode": "tab:blue", "map": "tab:green", "reduce": "tab:red"}
 SCHEME_COLORS = {"unified": "tab:gray", "bdc": "tab:orange"}
 POLICY_COLORS = {"heterogeneous": "tab:blue", "cyclic": "tab:red"}
-FIGURES = {"coded_T": "coded_vs_T.png", "coded_K": "coded_vs_K.png", "cec": "cec_steps.png"}
 
 
 class FigError(Exception):
@@ -71,72 +85,94 @@ class FigError(Exception):
 
 
 # ------------------------------------------------------------------------------------------
-# reading results
+# reading results (through mpi_coded.results)
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise FigError(f"results file not found: {path}")
     try:
-        recs = read_jsonl(path)
-    except (OSError, UnicodeDecodeError) as exc:
+        return results.read_results(path)
+    except OSError as exc:
         raise FigError(f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise FigError(f"{path}: not JSON lines (line {exc.lineno}: {exc.msg})") from None
-    if not all(isinstance(r, dict) for r in recs):
-        raise FigError(f"{path}: every line must be a JSON object")
-    return recs
+    except results.SchemaError as exc:
+        raise FigError(str(exc)) from None
 
 
-def coded_runs(recs: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Measured:
+    """A verified coded ``run`` line and the assignment of its job ("": the default)."""
+
+    run: CodedRun
+    assignment: str
+
+
+def coded_runs(recs: list[dict[str, Any]], path: Path) -> list[Measured]:
     """Verified ``run`` lines of coded jobs, each with the ``assignment`` of its config line."""
-    out, assignment, bad = [], "", 0
-    for r in recs:
-        if r.get("kind") == "config" and r.get("job") == "coded":
-            assignment = r.get("assignment") or ""
-        elif r.get("kind") == "run" and r.get("job", "coded") == "coded":
-            if not r.get("verified"):
-                bad += 1
-                continue
-            out.append({**r, "_assignment": assignment})
+    try:
+        jobs = results.coded_jobs(recs)
+    except results.SchemaError as exc:
+        raise FigError(f"{path}: {exc}") from None
+    out = [Measured(r, job.config.assignment or "") for job in jobs for r in job.runs
+           if r.verified]
+    bad = sum(not r.verified for job in jobs for r in job.runs)
     if bad:
         print(f"figures: {path}: left out {bad} run(s) that did not verify", file=sys.stderr)
     return out
 
 
-def classify(path: Path, recs: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    steps = [r for r in recs if r.get("kind") == "step"]
-    if steps:
+def classify(path: Path, recs: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+    """Which figure the file feeds (a key of :data:`FIGURES`) and its lines or runs."""
+    if results.records(recs, results.STEP, results.CEC):
         return "cec", recs
     runs = coded_runs(recs, path)
     if not runs:
         raise FigError(f"{path}: no verified 'run' lines of a coded job and no elastic "
                        "'step' lines")
-    try:
-        ks = {int(r["K"]) for r in runs}
-    except (KeyError, TypeError, ValueError):
-        raise FigError(f"{path}: a 'run' line has no integer K") from None
+    ks = {m.run.K for m in runs}
     return ("coded_K" if len(ks) > 1 else "coded_T"), runs
 
 
 # ------------------------------------------------------------------------------------------
-# the coded job: model beside measurement
+# the coded job: parameters and model values, all from the package
 
 
-def setting_of(r: dict[str, Any]) -> tuple:
-    """What a unified run and a bdc run must share to be compared."""
+Setting = tuple[int, int, str, int, int, int, str]
+"""``(K, q, mu, m, n, N, field)``: what a unified run and a bdc run share to be compared."""
+
+
+def setting_of(r: CodedRun) -> Setting:
     try:
-        return (int(r["K"]), int(r["q"]), str(Fraction(str(r["mu"]))), int(r["m"]),
-                int(r["n"]), int(r["N"]), str(r["field"]))
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        raise FigError(f"a coded 'run' line lacks K, q, mu, m, n, N or field: "
-                       f"{json.dumps(r)[:120]}") from None
+        return (int(r.K), int(r.q), str(Fraction(str(r.mu))), int(r.m), int(r.n), int(r.N),
+                str(r.field))
+    except (TypeError, ValueError, ZeroDivisionError):
+        raise FigError(f"a coded 'run' line has a malformed K, q, mu, m, n, N or field: "
+                       f"{json.dumps(r.raw)[:120]}") from None
+
+
+def bdc_params(setting: Setting, rows_per_batch: int, T: int) -> CodedParams:
+    """The runnable bdc job at ``setting`` with ``T`` partitions (every rule checked)."""
+    K, q, mu, _, n, N, field = setting
+    return get_scheme("bdc").params(K, q, Fraction(mu), rows_per_batch, n, N, T, field)
+
+
+def valid_Ts(setting: Setting, rows_per_batch: int, lo: int, hi: int) -> list[int]:
+    """The ``T`` in ``lo..hi`` a bdc job at ``setting`` accepts."""
+    out = []
+    for T in range(lo, hi + 1):
+        try:
+            bdc_params(setting, rows_per_batch, T)
+        except ConfigError:
+            continue
+        out.append(T)
+    return out
 
 
 _MODEL_CACHE: dict[tuple, dict[str, Any]] = {}
 
 
-def model_of(scheme: str, setting: tuple, T: int, assignment: str = "") -> dict[str, Any]:
+def model_of(scheme: str, setting: Setting, T: int, assignment: str = "") -> dict[str, Any]:
+    """:func:`predict` of ``scheme`` at ``setting`` (and the bdc runs' assignment)."""
     key = (scheme, setting, T, assignment)
     if key not in _MODEL_CACHE:
         K, q, mu, m, n, N, field = setting
@@ -149,48 +185,48 @@ def model_of(scheme: str, setting: tuple, T: int, assignment: str = "") -> dict[
                                "not there: the model needs it")
             P = np.load(assignment)
         try:
-            mp = ModelParams(scheme, K, q, Fraction(mu), m, n, N, T, field)
+            mp = model_params(scheme, K, q, Fraction(mu), m=m, n=n, N=N, T=T, field=field)
             _MODEL_CACHE[key] = predict(mp, assignment=P)
         except ConfigError as exc:
             raise FigError(f"model of {scheme} K={K} q={q} mu={mu} m={m} T={T}: {exc}") from None
     return _MODEL_CACHE[key]
 
 
-def model_load_at_Q(p: Point, r: dict[str, Any]) -> float:
+def model_load_at_Q(p: Point, r: CodedRun) -> float:
     """Model load of one bdc run at the finishing set ``Q`` it realised (padding included,
-    :class:`mpi_coded.coded.bdc_load.LoadEvaluator`): the measured load must equal it."""
-    key = ("loadQ", p.setting, p.T, p.assignment, tuple(sorted(r["Q"])),
-           int(r["rows_per_batch"]))
+    :class:`mpi_coded.analysis.bdc_load.LoadEvaluator`): the measured load must equal it."""
+    key = ("loadQ", p.setting, p.T, p.assignment, tuple(sorted(r.Q)), int(r.rows_per_batch))
     if key not in _MODEL_CACHE:
         import numpy as np
 
+        from mpi_coded.analysis.bdc_load import LoadEvaluator, make_instance
         from mpi_coded.coded.assignment import heuristic_assignment
-        from mpi_coded.coded.bdc_load import BDCInstance, LoadEvaluator
 
         K, q, mu, m, n, N, field = p.setting
-        inst = BDCInstance(K, q, Fraction(mu), int(r["rows_per_batch"]), p.T)
+        inst = make_instance(K, q, Fraction(mu), int(r.rows_per_batch), p.T)
         P = (np.load(p.assignment) if p.assignment else
              heuristic_assignment(inst.n_batches, inst.rows_per_batch, inst.T))
-        ev = LoadEvaluator(inst, np.array([sorted(r["Q"])], dtype=np.int64), "best", N)
+        ev = LoadEvaluator(inst, np.array([sorted(r.Q)], dtype=np.int64), "best", N)
         _MODEL_CACHE[key] = {"load": float(ev.load(P)), "exact": str(ev.load(P))}
     return float(_MODEL_CACHE[key]["load"])
 
 
-def measured_delay(r: dict[str, Any], what: str) -> float:
+def measured_delay(r: CodedRun, what: str) -> float:
+    """``total``: the model's phases; ``total+shuffle``: the run's total; else one phase."""
     if what == "total":
-        return sum(float(r[f"{p}_s"]) for p in PHASES)
+        return sum(r.phase_s(p) for p in PHASES)
     if what == "total+shuffle":
-        return float(r["total_s"])
-    return float(r[f"{what}_s"])
+        return float(r.total_s)
+    return r.phase_s(what)
 
 
 @dataclass
 class Point:
     x: float
-    setting: tuple
+    setting: Setting
     T: int
-    unified: list[dict[str, Any]]
-    bdc: list[dict[str, Any]]
+    unified: list[CodedRun]
+    bdc: list[CodedRun]
     assignment: str
 
     def ratio(self, what: str) -> tuple[float, float, float]:
@@ -200,63 +236,63 @@ class Point:
         return statistics.median(vals), min(vals), max(vals)
 
     def model_ratio(self, what: str) -> float:
-        key = "total" if what == "total" else what
-        b = model_of("bdc", self.setting, self.T, self.assignment)["delay"][key]
-        u = model_of("unified", self.setting, 1)["delay"][key]
+        b = model_of("bdc", self.setting, self.T, self.assignment)["delay"][what]
+        u = model_of("unified", self.setting, 1)["delay"][what]
         return b / u
 
 
-def group_settings(runs: list[dict[str, Any]]) -> dict[tuple, dict[str, dict[int, list]]]:
+Groups = dict[Setting, dict[str, dict[int, list[Measured]]]]
+
+
+def group_settings(runs: list[Measured]) -> Groups:
     """setting -> scheme -> T -> runs."""
-    out: dict[tuple, dict[str, dict[int, list]]] = defaultdict(lambda: defaultdict(
-        lambda: defaultdict(list)))
-    for r in runs:
-        if r.get("scheme") in ("unified", "bdc"):
-            out[setting_of(r)][r["scheme"]][int(r.get("T", 1))].append(r)
+    out: Groups = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for m in runs:
+        if m.run.scheme in ("unified", "bdc"):
+            out[setting_of(m.run)][m.run.scheme][int(m.run.T)].append(m)
     return out
 
 
-def points_vs_T(runs: list[dict[str, Any]]) -> tuple[tuple, list[Point]]:
+def point(x: float, setting: Setting, T: int, g: dict[str, dict[int, list[Measured]]]
+          ) -> Point:
+    bdc = g["bdc"][T]
+    return Point(x, setting, T, [m.run for ms in g["unified"].values() for m in ms],
+                 [m.run for m in bdc], bdc[0].assignment)
+
+
+def points_vs_T(runs: list[Measured]) -> tuple[Setting, list[Point]]:
     groups = group_settings(runs)
     good = [(s, g) for s, g in groups.items() if g["unified"] and g["bdc"]]
     if not good:
         raise FigError("coded results: no setting with both unified and bdc runs")
     setting, g = max(good, key=lambda sg: (len(sg[1]["bdc"]), sg[0]))
-    unified = [r for rs in g["unified"].values() for r in rs]
-    pts = [Point(T, setting, T, unified, rs, rs[0]["_assignment"])
-           for T, rs in sorted(g["bdc"].items())]
-    return setting, pts
+    return setting, [point(T, setting, T, g) for T in sorted(g["bdc"])]
 
 
-def points_vs_K(runs: list[dict[str, Any]]) -> list[Point]:
+def points_vs_K(runs: list[Measured]) -> list[Point]:
     groups = group_settings(runs)
     by_k: dict[int, Point] = {}
     for s, g in sorted(groups.items()):
         if not (g["unified"] and g["bdc"]):
             continue
-        T = max(g["bdc"])
-        rs = g["bdc"][T]
-        pt = Point(s[0], s, T, [r for x in g["unified"].values() for r in x], rs,
-                   rs[0]["_assignment"])
-        if s[0] not in by_k or len(rs) > len(by_k[s[0]].bdc):
+        pt = point(s[0], s, max(g["bdc"]), g)
+        if s[0] not in by_k or len(pt.bdc) > len(by_k[s[0]].bdc):
             by_k[s[0]] = pt
     if len(by_k) < 2:
         raise FigError("coded results over K: need unified and bdc runs at two or more K")
     return [by_k[k] for k in sorted(by_k)]
 
 
-def valid_Ts(m: int, r: int, lo: int, hi: int) -> list[int]:
-    g = math.gcd(m, r)
-    return [t for t in range(lo, hi + 1) if g % t == 0]
+# ------------------------------------------------------------------------------------------
+# the coded figures
 
 
 def field_label(field: str) -> str:
     return {"gf2^8": "GF(2^8)", "gf2^16": "GF(2^16)"}.get(field, field)
 
 
-def run_info(r: dict[str, Any], reps: int) -> str:
-    strag = r.get("straggler", "?")
-    return f"map stragglers: {strag}, {reps} rep(s) per point"
+def run_info(r: CodedRun, reps: int) -> str:
+    return f"map stragglers: {r.straggler or '?'}, {reps} rep(s) per point"
 
 
 def ratio_bars(pts: list[Point], what: str) -> tuple[list[float], list[list[float]]]:
@@ -298,7 +334,7 @@ def draw_coded(plt: Any, pts: list[Point], xname: str, out: Path, title: str,
                                   ("unified", 0.93 if logx else -0.08, "s")):
         ys, lo, hi, xx = [], [], [], []
         for p in pts:
-            vals = [float(r["load_measured"]) for r in (p.bdc if scheme == "bdc" else p.unified)]
+            vals = [float(r.load_measured) for r in (p.bdc if scheme == "bdc" else p.unified)]
             ys.append(statistics.median(vals))
             lo.append(ys[-1] - min(vals))
             hi.append(max(vals) - ys[-1])
@@ -360,45 +396,49 @@ def draw_coded(plt: Any, pts: list[Point], xname: str, out: Path, title: str,
             xname: p.x, "K": p.setting[0], "q": p.setting[1], "mu": p.setting[2],
             "m": p.setting[3], "T": p.T,
             "load_model_bdc": mb["load"], "load_model_unified": mu_["load"],
-            "load_measured_bdc": statistics.median(r["load_measured"] for r in p.bdc),
-            "load_measured_unified": statistics.median(r["load_measured"] for r in p.unified),
+            "load_measured_bdc": statistics.median(r.load_measured for r in p.bdc),
+            "load_measured_unified": statistics.median(r.load_measured for r in p.unified),
             "delay_ratio_model": p.model_ratio("total"),
             "delay_ratio_measured": p.ratio("total")[0],
             "delay_ratio_measured_with_shuffle": p.ratio("total+shuffle")[0],
             **{f"{ph}_ratio_model": p.model_ratio(ph) for ph in PHASES},
             **{f"{ph}_ratio_measured": p.ratio(ph)[0] for ph in PHASES},
             "load_model_bdc_at_Q": [model_load_at_Q(p, r) for r in p.bdc],
-            "load_measured_bdc_all": [r["load_measured"] for r in p.bdc],
+            "load_measured_bdc_all": [r.load_measured for r in p.bdc],
             "load_measured_equals_model_at_Q": all(
-                abs(r["load_measured"] - model_load_at_Q(p, r)) < 1e-12 for r in p.bdc),
-            "load_measured_equals_plan": all(r.get("load_measured_exact") ==
-                                             r.get("load_plan_exact") for r in p.bdc + p.unified),
+                abs(r.load_measured - model_load_at_Q(p, r)) < 1e-12 for r in p.bdc),
+            "load_measured_equals_plan": all(r.load_measured_exact == r.load_plan_exact
+                                             for r in p.bdc + p.unified),
         })
     return summary
 
 
-def figure_coded_T(plt: Any, runs: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+def figure_coded_T(plt: Any, runs: list[Measured], out: Path) -> dict[str, Any]:
     setting, pts = points_vs_T(runs)
     K, q, mu, m, n, N, field = setting
-    r = K * m // q
-    model_T = valid_Ts(m, r, min(p.T for p in pts), max(p.T for p in pts))
+    eta = int(pts[0].bdc[0].rows_per_batch)
+    try:
+        r = bdc_params(setting, eta, pts[0].T).r
+    except ConfigError as exc:
+        raise FigError(f"bdc runs at K={K} q={q} mu={mu} m={m} T={pts[0].T}: {exc}") from None
+    model_T = valid_Ts(setting, eta, min(p.T for p in pts), max(p.T for p in pts))
     reps = min(len(p.bdc) for p in pts)
-    title = (f"BDC vs unified against T (seed 001): K={K} q={q} mu={mu} m={m} n={n} N={N} "
+    title = (f"BDC vs unified against T (the BDC paper): K={K} q={q} mu={mu} m={m} n={n} N={N} "
              f"r={r} {field_label(field)}; {run_info(pts[0].bdc[0], reps)}.\n"
-             "Curves: model (mpi_coded.coded.model.predict); points: real MPI runs "
+             "Curves: model (mpi_coded.analysis.model.predict); points: real MPI runs "
              "(median, bars min-max)")
     return draw_coded(plt, pts, "T", out, title, model_T=model_T)
 
 
-def figure_coded_K(plt: Any, runs: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+def figure_coded_K(plt: Any, runs: list[Measured], out: Path) -> dict[str, Any]:
     pts = points_vs_K(runs)
     reps = min(len(p.bdc) for p in pts)
     n, N, field = pts[0].setting[4], pts[0].setting[5], pts[0].setting[6]
     ms = sorted({p.setting[3] for p in pts})
     mtxt = f"m={ms[0]}" if len(ms) == 1 else f"m={ms[0]}..{ms[-1]}"
-    title = (f"BDC vs unified against K (seed 001): q and mu scaled (labels), {mtxt} n={n} "
+    title = (f"BDC vs unified against K (the BDC paper): q and mu scaled (labels), {mtxt} n={n} "
              f"N={N} {field_label(field)}; {run_info(pts[0].bdc[0], reps)}.\nCurves: model "
-             "(mpi_coded.coded.model.predict); "
+             "(mpi_coded.analysis.model.predict); "
              "points: real MPI runs (median, bars min-max)")
     return draw_coded(plt, pts, "K", out, title)
 
@@ -407,28 +447,45 @@ def figure_coded_K(plt: Any, runs: list[dict[str, Any]], out: Path) -> dict[str,
 # the elastic job
 
 
-def cec_runs(recs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+ElasticRun = tuple[ElasticConfig, list[ElasticStep]]
+
+
+def cec_runs(recs: list[dict[str, Any]]) -> list[ElasticRun]:
     """``(config, steps)`` per run in file order (a config line starts a run)."""
-    runs: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-    for r in recs:
-        if r.get("kind") == "config" and r.get("job", "cec") == "cec":
-            runs.append((r, []))
-        elif r.get("kind") == "step" and runs:
-            runs[-1][1].append(r)
-    return [(c, s) for c, s in runs if s]
+    try:
+        jobs = results.elastic_jobs(recs)
+    except results.SchemaError as exc:
+        raise FigError(f"elastic results: {exc}") from None
+    return [(j.config, j.steps) for j in jobs if j.steps]
 
 
-def cec_signature(cfg: dict[str, Any]) -> str:
-    keys = ("N", "L", "speeds", "rows", "cols", "field", "t_row", "schedule")
-    return json.dumps({k: cfg.get(k) for k in keys}, sort_keys=True)
+SIGNATURE = ("N", "L", "speeds", "rows", "cols", "field", "t_row", "schedule")
+"""Config fields that runs must share to be drawn together."""
 
 
-def plan_seconds(cfg: dict[str, Any], policy: str, available: list[int]) -> float:
-    speeds = {i + 1: Fraction(str(s)) for i, s in enumerate(cfg["speeds"])}
-    L = int(cfg["L"])
-    R = -(-int(cfg["rows"]) // L)
-    plan = make_plan(policy, speeds, L, available, rows=R)
-    return float(plan.time) * R * float(cfg["t_row"])
+def cec_signature(cfg: ElasticConfig) -> str:
+    return json.dumps({k: cfg.get(k) for k in SIGNATURE}, sort_keys=True)
+
+
+def cec_config(cfg: ElasticConfig) -> CECConfig:
+    """The job's :class:`CECConfig` from its config line, validated (its data file is
+    not needed for the model and left out)."""
+    names = {f.name for f in dataclasses.fields(CECConfig) if f.init}
+    kw = {k: v for k, v in cfg.raw.items() if k in names}
+    kw["speeds"] = tuple(Fraction(str(s)) for s in cfg.speeds)
+    kw["schedule"] = tuple(tuple(a) for a in cfg.schedule)
+    kw["data"] = ""
+    try:
+        return CECConfig(**kw).validate()
+    except (ConfigError, TypeError, ValueError) as exc:
+        raise FigError(f"elastic results: the config line is not a valid job: {exc}") from None
+
+
+def plan_seconds(cfg: CECConfig, policy: str, available: list[int]) -> float:
+    """The step's predicted seconds, exactly as the job predicts them: the plan's time
+    through :meth:`CECConfig.predicted_s`."""
+    plan = make_plan(policy, cfg.speed_map, cfg.L, available, rows=cfg.rows_per_block)
+    return cfg.predicted_s(plan.time)
 
 
 def figure_cec(plt: Any, recs: list[dict[str, Any]], out: Path) -> dict[str, Any]:
@@ -444,14 +501,16 @@ def figure_cec(plt: Any, recs: list[dict[str, Any]], out: Path) -> dict[str, Any
               "the most steps", file=sys.stderr)
     chosen = by_sig[sig]
     cfg0 = chosen[0][0]
-    if float(cfg0.get("t_row", 0)) <= 0:
+    cec_cfg = cec_config(cfg0)
+    if cec_cfg.t_row <= 0:
         print("figures: elastic runs with t_row = 0: the model predicts 0 s per step",
               file=sys.stderr)
-    schedule = [list(a) for a in cfg0.get("schedule") or []]
+    schedule = [list(a) for a in cec_cfg.availability()] \
+        if cec_cfg.availability_kind != "random" else []
     wall: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for _, steps in chosen:
         for s in steps:
-            wall[s["policy"]][int(s["step"])].append(float(s["wall_s"]))
+            wall[s.policy][int(s.step)].append(float(s.wall_s))
     policies = [p for p in ("heterogeneous", "cyclic") if p in wall] + \
         sorted(p for p in wall if p not in ("heterogeneous", "cyclic"))
     n_steps = max(max(w) for w in wall.values())
@@ -459,19 +518,19 @@ def figure_cec(plt: Any, recs: list[dict[str, Any]], out: Path) -> dict[str, Any
         avail_of: dict[int, list[int]] = {}
         for _, steps in chosen:
             for s in steps:
-                avail_of.setdefault(int(s["step"]), list(s["available"]))
+                avail_of.setdefault(int(s.step), list(s.available))
         schedule = [avail_of[t] for t in range(1, n_steps + 1)]
     steps_x = list(range(1, n_steps + 1))
     fig, (ax, axc) = plt.subplots(1, 2, figsize=(12, 4.6))
     summary: dict[str, Any] = {}
     for pol in policies:
         col = POLICY_COLORS.get(pol, "black")
-        model = [plan_seconds(cfg0, pol, schedule[t - 1]) for t in steps_x]
+        model = [plan_seconds(cec_cfg, pol, schedule[t - 1]) for t in steps_x]
         rec_pred = {}
         for _, steps in chosen:
             for s in steps:
-                if s["policy"] == pol and not s.get("replanned"):
-                    rec_pred[int(s["step"])] = float(s["predicted_s"])
+                if s.policy == pol and not s.replanned:
+                    rec_pred[int(s.step)] = float(s.predicted_s)
         mismatch = [t for t, v in rec_pred.items() if abs(v - model[t - 1]) > 1e-9 * max(1, v)]
         if mismatch:
             print(f"figures: {pol}: recorded predicted_s differs from make_plan at steps "
@@ -517,10 +576,11 @@ def figure_cec(plt: Any, recs: list[dict[str, Any]], out: Path) -> dict[str, Any
     axc.set_ylabel("cumulative time (s)")
     axc.set_title("(b) cumulative over the schedule")
     reps = min(v["repeats"] for k, v in summary.items() if isinstance(v, dict))
-    speeds = ",".join(str(s) for s in cfg0["speeds"])
-    fig.suptitle(f"Elastic computing (seed 000): N={cfg0['N']} L={cfg0['L']} speeds ({speeds}) "
-                 f"rows={cfg0['rows']} cols={cfg0['cols']} {cfg0.get('field')} "
-                 f"t_row={float(cfg0['t_row']) * 1e3:g} ms; {reps} run(s) per policy.\n"
+    speeds = ",".join(str(s) for s in cfg0.speeds)
+    fig.suptitle(f"Elastic computing (the heterogeneous CEC paper): N={cfg0.N} L={cfg0.L} "
+                 f"speeds ({speeds}) "
+                 f"rows={cfg0.rows} cols={cfg0.cols} {cfg0.field} "
+                 f"t_row={float(cfg0.t_row) * 1e3:g} ms; {reps} run(s) per policy.\n"
                  "Curves: model = plan time x rows per block x t_row (make_plan); points: "
                  "measured wall_s (median, bars min-max)", fontsize=10)
     fig.tight_layout()
@@ -560,43 +620,61 @@ PRESETS = {
 }
 
 
-def k_setting(K: int, m_target: int) -> tuple[int, Fraction, int, int]:
-    """``(q, mu, rows_per_batch, m)``: ``q = round(2K/3)``, ``mu q = 2``, ``m`` near the target."""
+def k_setting(K: int, preset: Preset) -> CodedParams:
+    """The unified job at ``K``: ``q = round(2K/3)``, ``mu q = 2``, and the batch size whose
+    ``m`` is closest to the preset's (the scheme's own rules decide which are valid)."""
     q = max(2, round(2 * K / 3))
     mu = Fraction(2, q)
-    nb = math.comb(K, 2)
-    best = None
-    for eta in range(1, 4 * m_target + 1):
-        if (eta * nb * q) % K == 0:
-            m = eta * nb * q // K
-            if best is None or abs(m - m_target) < abs(best[1] - m_target):
-                best = (eta, m)
-            if m > m_target:
-                break
-    assert best is not None
-    return q, mu, best[0], best[1]
+    unified = get_scheme("unified")
+    best: CodedParams | None = None
+    why: ConfigError | None = None
+    for eta in range(1, 4 * preset.m + 1):
+        try:
+            p = unified.params(K, q, mu, eta, preset.n, preset.N, field=preset.field)
+        except ConfigError as exc:
+            why = exc
+            continue
+        if best is None or abs(p.m - preset.m) < abs(best.m - preset.m):
+            best = p
+        if p.m > preset.m:
+            break
+    if best is None:
+        raise FigError(f"no unified job at K={K} q={q} mu={mu}: {why}")
+    return best
 
 
-def largest_T(m: int, r: int, part_rows: int) -> int:
-    return max(t for t in range(1, m + 1) if math.gcd(m, r) % t == 0 and m // t >= part_rows)
+def largest_T(base: CodedParams, part_rows: int) -> int:
+    """The largest ``T`` a bdc job with ``base``'s batches accepts whose partitions keep at
+    least ``part_rows`` rows of ``A``."""
+    bdc = get_scheme("bdc")
+    for T in range(base.m, 0, -1):
+        try:
+            p = bdc.params(base.K, base.q, base.mu, base.rows_per_batch, base.n, base.N, T,
+                           base.field)
+        except ConfigError:
+            continue
+        if p.m // p.partitions >= part_rows:
+            return T
+    raise FigError(f"no bdc job at K={base.K} m={base.m} with partitions of >= {part_rows} "
+                   "rows")
 
 
 def run_all(preset: Preset, work: Path) -> dict[str, Path]:
     done: dict[tuple, Path] = {}
 
-    def coded(scheme: str, K: int, q: int, mu: Fraction, eta: int, T: int) -> Path:
-        key = (scheme, K, q, mu, eta, T)
+    def coded(scheme: str, base: CodedParams, T: int) -> Path:
+        key = (scheme, base.K, base.q, base.mu, base.rows_per_batch, T)
         if key in done:
             return done[key]
-        out = work / f"run_{scheme}_K{K}_T{T}.jsonl"
-        args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(q), "--mu",
-                str(mu), "--rows-per-batch", str(eta), "--n", str(preset.n), "--N",
-                str(preset.N), "--field", preset.field, "--straggler", "shiftexp", "--t-row",
-                str(preset.t_row), "--reps", str(preset.reps), "--seed", "0",
-                "--timeout", str(preset.timeout), "--out", str(out)]
-        if scheme == "bdc":
+        out = work / f"run_{scheme}_K{base.K}_T{T}.jsonl"
+        args = ["run", "coded", "--scheme", scheme, "--K", str(base.K), "--q", str(base.q),
+                "--mu", str(base.mu), "--rows-per-batch", str(base.rows_per_batch), "--n",
+                str(preset.n), "--N", str(preset.N), "--field", preset.field, "--straggler",
+                "shiftexp", "--t-row", str(preset.t_row), "--reps", str(preset.reps),
+                "--seed", "0", "--timeout", str(preset.timeout), "--out", str(out)]
+        if get_scheme(scheme).partitioned:
             args += ["--T", str(T)]
-        run_mpi(K + 1, args, timeout=preset.timeout)
+        run_mpi(base.K + 1, args, timeout=preset.timeout)
         done[key] = out
         return out
 
@@ -605,39 +683,53 @@ def run_all(preset: Preset, work: Path) -> dict[str, Path]:
         return dest
 
     files: dict[str, Path] = {}
-    q, mu, eta, m = k_setting(preset.K_T, preset.m)
-    t_runs = [coded("unified", preset.K_T, q, mu, eta, 1)]
-    t_runs += [coded("bdc", preset.K_T, q, mu, eta, T) for T in preset.Ts]
+    base = k_setting(preset.K_T, preset)
+    t_runs = [coded("unified", base, 1)]
+    t_runs += [coded("bdc", base, T) for T in preset.Ts]
     files["coded_T"] = concat(t_runs, work / "coded_T.jsonl")
     k_runs = []
     for K in preset.Ks:
-        q, mu, eta, m = k_setting(K, preset.m)
-        r = eta * math.comb(K, 2)
-        k_runs += [coded("unified", K, q, mu, eta, 1),
-                   coded("bdc", K, q, mu, eta, largest_T(m, r, preset.part_rows))]
+        base = k_setting(K, preset)
+        k_runs += [coded("unified", base, 1),
+                   coded("bdc", base, largest_T(base, preset.part_rows))]
     files["coded_K"] = concat(k_runs, work / "coded_K.jsonl")
     cec = work / "cec.jsonl"
     cec.unlink(missing_ok=True)
+    world = load_config(None).world_size  # the default job: the heterogeneous CEC example
     for rep in range(preset.cec_repeats):
         for policy in ("heterogeneous", "cyclic"):
-            run_mpi(7, ["run", "cec", "--policy", policy, "--t-row", str(preset.cec_t_row),
+            run_mpi(world, ["run", "cec", "--policy", policy, "--t-row", str(preset.cec_t_row),
                         "--seed", str(rep), "--out", str(cec)], timeout=preset.timeout)
     files["cec"] = cec
     return files
 
 
 # ------------------------------------------------------------------------------------------
+# the figures
 
 
-def draw_all(plt: Any, groups: dict[str, list[dict[str, Any]]], out_dir: Path
-             ) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Figure:
+    png: str
+    draw: Callable[[Any, Any, Path], dict[str, Any]]
+    """``draw(plt, lines or runs of its files, png path) -> summary``."""
+
+
+FIGURES: dict[str, Figure] = {
+    "coded_T": Figure("coded_vs_T.png", figure_coded_T),
+    "coded_K": Figure("coded_vs_K.png", figure_coded_K),
+    "cec": Figure("cec_steps.png", figure_cec),
+}
+"""Every figure, in drawing order: its key (what :func:`classify` returns), PNG and drawer."""
+
+
+def draw_all(plt: Any, groups: dict[str, list[Any]], out_dir: Path) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {}
-    draw = {"coded_T": figure_coded_T, "coded_K": figure_coded_K, "cec": figure_cec}
-    for kind in ("coded_T", "coded_K", "cec"):
+    for kind, fig in FIGURES.items():
         if kind in groups:
-            path = out_dir / FIGURES[kind]
-            summary[kind] = draw[kind](plt, groups[kind], path)
+            path = out_dir / fig.png
+            summary[kind] = fig.draw(plt, groups[kind], path)
             summary[kind]["png"] = str(path)
             print(f"wrote {path} ({path.stat().st_size} bytes)")
     return summary
@@ -655,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-results", type=Path, default=None, metavar="DIR",
                     help="with --run: keep coded_T.jsonl, coded_K.jsonl, cec.jsonl here")
     args = ap.parse_args(argv)
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[Any]] = {}
     try:
         if args.small and not args.run:
             raise FigError("--small applies only with --run")

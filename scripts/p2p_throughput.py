@@ -22,12 +22,12 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.coded.mapend import map_end
-from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import build_placement, rank_of
+from mpi_coded.coded.schemes import coded_params
 from mpi_coded.coded.shuffle import shuffle_plan
 from mpi_coded.fields import get_field
-from mpi_coded.runtime.protocol import HEADER_WORDS, TAG_HEADER, TAG_PAYLOAD
-from mpi_coded.runtime.wait import deadline_in, wait_all
+from mpi_coded.runtime.core.wait import deadline_in, wait_all
+from mpi_coded.runtime.core.wire import HEADER_WORDS, TAG_HEADER, TAG_PAYLOAD
 
 
 def main() -> None:
@@ -39,8 +39,8 @@ def main() -> None:
     ap.add_argument("--T", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
     a = ap.parse_args()
-    p = CodedParams(scheme=a.scheme, K=a.K, q=a.q, mu=a.mu, rows_per_batch=a.rows_per_batch,
-                    n=a.n, N=a.N, T=a.T, field=a.field)
+    p = coded_params(scheme=a.scheme, K=a.K, q=a.q, mu=a.mu, rows_per_batch=a.rows_per_batch,
+                     n=a.n, N=a.N, T=a.T, field=a.field)
     field = get_field(p.field_name)
     pl = build_placement(p)
     plan = shuffle_plan(pl, map_end(pl, list(range(p.K))))

@@ -10,6 +10,7 @@ The x axis is ``--x`` (default: the first parameter that varies); every combinat
 the other varying parameters is one line.  Points are the median over repetitions,
 bars span min to max.  A categorical parameter (e.g. ``field``) gets one tick per value.
 Prints the medians as a table.  Uses matplotlib's Agg backend (no display needed).
+The file is read through :mod:`mpi_coded.results` (:func:`~mpi_coded.results.sweep_runs`).
 """
 
 from __future__ import annotations
@@ -22,34 +23,23 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-
-def load_runs(path: Path, sweep_id: str | None) -> list[dict[str, Any]]:
-    """One record per run: params, rep, summary, steps, failed."""
-    runs: dict[tuple[str, int], dict[str, Any]] = {}
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        rec = json.loads(line)
-        if "sweep_id" not in rec or (sweep_id and rec["sweep_id"] != sweep_id):
-            continue
-        key = (rec["sweep_id"], rec["run"])
-        run = runs.setdefault(key, {"params": rec["params"], "rep": rec["rep"],
-                                    "summary": None, "steps": [], "failed": False})
-        kind = rec.get("kind")
-        if kind == "summary":
-            run["summary"] = rec
-        elif kind == "step":
-            run["steps"].append(rec)
-        elif kind == "run_failed":
-            run["failed"] = True
-    return list(runs.values())
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mpi_coded import results  # noqa: E402
+from mpi_coded.results import SweepRun  # noqa: E402
 
 
-def run_value(run: dict[str, Any], metric: str, step: int | None) -> float | None:
-    if step is None and run["summary"] is not None and metric in run["summary"]:
-        v = run["summary"][metric]
+def load_runs(path: Path, sweep_id: str | None) -> list[SweepRun]:
+    """The runs of the sweep file (every sweep's, or only ``sweep_id``'s)."""
+    return results.sweep_runs(results.read_results(path), sweep_id)
+
+
+def run_value(run: SweepRun, metric: str, step: int | None) -> float | None:
+    """The run's ``metric``: its summary's, else the mean over its steps (or step ``step``)."""
+    summary = run.summary
+    if step is None and summary is not None and metric in summary:
+        v = summary[metric]
         return float(v) if isinstance(v, (int, float)) else None
-    steps = [s for s in run["steps"] if metric in s and (step is None or s["step"] == step)]
+    steps = [s for s in run.steps if metric in s and (step is None or s.get("step") == step)]
     vals = [float(s[metric]) for s in steps if isinstance(s[metric], (int, float))]
     return sum(vals) / len(vals) if vals else None
 
@@ -75,13 +65,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--title", default=None)
     args = ap.parse_args(argv)
 
-    runs = load_runs(args.results, args.sweep_id)
-    good = [r for r in runs if not r["failed"]]
+    try:
+        runs = load_runs(args.results, args.sweep_id)
+    except (OSError, results.SchemaError) as exc:
+        print(f"plot: error: {exc}", file=sys.stderr)
+        return 1
+    good = [r for r in runs if not r.failed]
     if not good:
         print(f"plot: error: no successful sweep runs in {args.results}", file=sys.stderr)
         return 1
-    keys = list(good[0]["params"])
-    varying = [k for k in keys if len({label(r["params"].get(k)) for r in good}) > 1]
+    keys = list(good[0].params)
+    varying = [k for k in keys if len({label(r.params.get(k)) for r in good}) > 1]
     x = args.x or (varying[0] if varying else (keys[0] if keys else None))
     if x is None or x not in keys:
         print(f"plot: error: --x must be one of the swept parameters {keys}", file=sys.stderr)
@@ -94,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         v = run_value(r, args.metric, args.step)
         if v is None:
             continue
-        name = ", ".join(f"{k}={label(r['params'][k])}" for k in hue) or args.metric
-        xl = label(r["params"][x])
-        xs_raw[xl] = r["params"][x]
+        name = ", ".join(f"{k}={label(r.params[k])}" for k in hue) or args.metric
+        xl = label(r.params[x])
+        xs_raw[xl] = r.params[x]
         series[name][xl].append(v)
     if not series:
         print(f"plot: error: no run has a numeric '{args.metric}'", file=sys.stderr)

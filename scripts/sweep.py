@@ -17,8 +17,10 @@ group on timeout (killing only mpiexec leaves hydra proxies behind).  ``--via sl
 submits ``slurm/sweep_array.sh`` as one array job per world size (``sbatch``), waits for
 it (``squeue``), and cancels it on timeout.  The JSON lines of every run are appended to
 ONE file (``--out``), each line with ``sweep_id``, ``run``, ``rep``, ``params``, ``host``,
-``versions`` and ``via``; a run that failed leaves a ``run_failed`` line.  Exit status 0
-when every run succeeded and verified, 1 otherwise, 2 on bad input.
+``versions`` and ``via`` (:data:`mpi_coded.results.SWEEP_KEYS`); a run that failed leaves a
+``run_failed`` line.  Results are read and written through :mod:`mpi_coded.results`, and
+every point is validated by the job's own rules (``CECConfig.validate``) before any
+launch.  Exit status 0 when every run succeeded and verified, 1 otherwise, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import argparse
 import itertools
 import json
 import os
-import platform
 import shlex
 import shutil
 import signal
@@ -39,9 +40,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from mpi_coded import results  # noqa: E402
+
 FLAG_KEYS = {"field": "--field", "policy": "--policy", "t_row": "--t-row", "seed": "--seed",
              "timeout": "--timeout"}
-VERSION_KEYS = ("python", "numpy", "mpi_coded", "mpi", "platform")
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -192,26 +195,26 @@ def run_group(cmd: list[str], timeout: float, env: dict[str, str] | None = None
     return proc.returncode, out
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_run(path: Path) -> list[dict[str, Any]]:
+    """The lines of one run's results file ([] if there is none); a torn last line is
+    skipped, any other line that is not a JSON object kept as an ``unreadable`` line."""
     if not path.is_file():
         return []
     out = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                out.append({"kind": "unreadable", "text": line[:200]})
+    for line in results.scan_results(path):
+        if line.torn:
+            continue
+        if isinstance(line.record, dict):
+            out.append(line.record)
+        else:
+            out.append({"kind": "unreadable", "text": (line.text or json.dumps(line.record))[:200]})
     return out
 
 
 def local_versions() -> dict[str, Any]:
-    import numpy
-
-    import mpi_coded
-
-    return {"python": platform.python_version(), "numpy": numpy.__version__,
-            "mpi_coded": mpi_coded.__version__, "mpi": None, "platform": platform.platform()}
+    """This machine's versions (``mpi``: None), for runs that left no config line."""
+    ctx = results.run_context()
+    return {k: ctx.get(k) for k in results.VERSION_KEYS}
 
 
 def run_verdict(lines: list[dict[str, Any]], rc: int | None) -> str | None:
@@ -220,14 +223,7 @@ def run_verdict(lines: list[dict[str, Any]], rc: int | None) -> str | None:
         return "timed out"
     if rc != 0:
         return f"exit status {rc}"
-    summaries = [r for r in lines if r.get("kind") == "summary"]
-    if not summaries:
-        return "no summary line"
-    if not all(r.get("verified") is True for r in lines if "verified" in r):
-        return "a step did not verify"
-    if not all(s.get("all_verified") is True for s in summaries):
-        return "summary: all_verified is false"
-    return None
+    return results.verdict(lines)
 
 
 class Collector:
@@ -241,22 +237,22 @@ class Collector:
 
     def add(self, run: int, rep: int, params: dict[str, Any], lines: list[dict[str, Any]],
             rc: int | None, output: str, extra: dict[str, Any] | None = None) -> str | None:
-        cfg = next((r for r in lines if r.get("kind") == "config"), {})
+        cfg = next(iter(results.records(lines, results.CONFIG)), {})
         host = cfg.get("host") or (extra or {}).get("node") or socket.gethostname()
-        versions = {k: cfg.get(k, self.fallback[k]) for k in VERSION_KEYS}
+        versions = {k: cfg.get(k, self.fallback[k]) for k in results.VERSION_KEYS}
         why = run_verdict(lines, rc)
         if why is not None:
             self.failed += 1
             tail = "\n".join(output.strip().splitlines()[-15:])
-            lines = [*lines, {"kind": "run_failed", "reason": why, "returncode": rc,
-                              "output_tail": tail}]
-        note = {"sweep_id": self.sweep_id, "run": run, "rep": rep, "params": params,
-                "host": host, "versions": versions, "via": self.via, **(extra or {})}
-        with self.out.open("a") as f:
+            lines = [*lines, results.run_failed(why, rc, tail)]
+        note = results.sweep_note(self.sweep_id, run, rep, params, host, versions, self.via,
+                                  **(extra or {}))
+        writer = results.ResultsWriter(str(self.out))
+        try:
             for rec in lines:
-                f.write(json.dumps({**rec, **note}) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+                writer.write({**rec, **note})
+        finally:
+            writer.close()
         return why
 
 
@@ -265,7 +261,7 @@ def describe(params: dict[str, Any], rep: int) -> str:
 
 
 def summary_note(lines: list[dict[str, Any]]) -> str:
-    s = next((r for r in lines if r.get("kind") == "summary"), None)
+    s = next(iter(results.records(lines, results.SUMMARY)), None)
     return f"total_wall_s={s['total_wall_s']:.4f}" if s and "total_wall_s" in s else ""
 
 
@@ -284,7 +280,7 @@ def sweep_local(runs: list[tuple[int, int, dict[str, Any], list[str], int]],
                "--out", str(out)]
         t0 = time.monotonic()
         rc, text = run_group(cmd, opts.timeout)
-        lines = read_jsonl(out)
+        lines = read_run(out)
         why = col.add(run, rep, params, lines, rc, text)
         print(f"[{k + 1}/{len(runs)}] {describe(params, rep)}: "
               f"{'ok ' + summary_note(lines) if why is None else 'FAILED: ' + why} "
@@ -348,7 +344,7 @@ def sweep_slurm(runs: list[tuple[int, int, dict[str, Any], list[str], int]],
     for world, group in by_world.items():
         job_id, gdir = done[world]
         for i, (run, rep, params, _, _) in enumerate(group):
-            lines = read_jsonl(gdir / "runs" / f"{i}.jsonl")
+            lines = read_run(gdir / "runs" / f"{i}.jsonl")
             rc_file = gdir / "runs" / f"{i}.rc"
             info = json.loads(rc_file.read_text()) if rc_file.is_file() else {}
             rc = info.pop("rc", None)
@@ -410,7 +406,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def sweep(opts: argparse.Namespace) -> int:
-    sys.path.insert(0, str(ROOT))
     grid = parse_grid(opts.grid)
     if opts.reps < 1:
         raise SweepError("--reps must be >= 1")

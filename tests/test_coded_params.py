@@ -1,4 +1,4 @@
-"""Parameters and their validation (SPEC B.1)."""
+"""Parameters and their validation (docs/theory.md (B.1))."""
 
 from __future__ import annotations
 
@@ -9,21 +9,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpi_coded.coded.params import (
-    CodedParams,
-    check_model,
-    effective_model,
-    parse_fraction,
-    pick_field,
-    rows_per_batch_for,
-)
+from mpi_coded.analysis.loads import check_reference, parse_fraction
+from mpi_coded.coded.params import pick_field
+from mpi_coded.coded.schemes import coded_params
+from mpi_coded.coded.schemes import get as get_scheme
 from mpi_coded.errors import ConfigError
+
+
+def effective_model(scheme, K, q, mu):
+    return get_scheme(scheme).effective_model(K, q, mu)
+
+
+def rows_per_batch_for(scheme, K, q, mu, m):
+    return get_scheme(scheme).rows_per_batch_for(K, q, mu, m)
 
 
 def make(**kw):
     base = dict(scheme="unified", K=6, q=4, mu="1/2", rows_per_batch=2, n=3, N=8)
     base.update(kw)
-    return CodedParams(**base)
+    return coded_params(**base)
 
 
 def test_derived_sizes_unified():
@@ -45,7 +49,7 @@ def test_effective_sizes(scheme, wait, rep, m, r):
     p = make(scheme=scheme, N=12)
     assert (p.wait_for, p.replication, p.m, p.r) == (wait, rep, m, r)
     assert p.mu_eff == Fraction(rep, wait)
-    # each server stores mu_eff * m rows' worth (SPEC B.1 "each server holds mu m rows")
+    # each server stores mu_eff * m rows' worth (docs/theory.md (B.1) "each server holds mu m rows")
     assert p.rows_per_batch * math.comb(p.K - 1, rep - 1) == p.mu_eff * p.m
 
 
@@ -99,7 +103,7 @@ def test_parse_fraction_and_model():
     for bad in ("1/0", "x", None, True):
         with pytest.raises(ConfigError):
             parse_fraction("mu", bad)
-    assert check_model("sc", 6, 4, "3/4") == Fraction(3, 4)
+    assert check_reference(6, 4, "3/4") == Fraction(3, 4)
     assert effective_model("uc", 6, 4, Fraction(1, 2)) == (6, 6, Fraction(1, 6))
     assert effective_model("cmr", 6, 4, Fraction(1, 2)) == (6, 6, Fraction(2, 6))
     assert effective_model("sc", 6, 4, Fraction(1, 2)) == (6, 4, Fraction(1, 4))
@@ -127,6 +131,6 @@ def test_valid_params_roundtrip(K, data):
         eta = rows_per_batch_for(scheme, K, q, mu, m)
     except ConfigError:
         return
-    p = CodedParams(scheme, K, q, mu, rows_per_batch=eta, n=1, N=K * q, field="float64")
+    p = coded_params(scheme, K, q, mu, rows_per_batch=eta, n=1, N=K * q, field="float64")
     assert p.m == m
     assert p.r * p.wait_for == p.m * p.K

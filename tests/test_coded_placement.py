@@ -1,4 +1,4 @@
-"""Batch labels and storage (SPEC B.1)."""
+"""Batch labels and storage (docs/theory.md (B.1))."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import batch_labels, build_placement, rank_of
+from mpi_coded.coded.schemes import coded_params
 
 
 @pytest.mark.parametrize("scheme,kw", [
@@ -18,7 +18,7 @@ from mpi_coded.coded.placement import batch_labels, build_placement, rank_of
 def test_storage(scheme, kw):
     base = dict(K=6, q=3, mu="2/3", rows_per_batch=2, n=2, N=3)
     base.update(kw)
-    p = CodedParams(scheme, **base)
+    p = coded_params(scheme, **base)
     pl = build_placement(p)
     assert pl.labels == tuple(itertools.combinations(range(6), p.replication))
     # every coded row in exactly one batch, batches of eta_b rows

@@ -9,12 +9,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mpi_coded.coded.codes import NotDecodable
 from mpi_coded.coded.mapend import map_end
-from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import build_placement
 from mpi_coded.coded.replay import ReplayError, random_instance, replay, replay_order
+from mpi_coded.coded.schemes import coded_params
 from mpi_coded.coded.shuffle import shuffle_plan
+from mpi_coded.errors import NotDecodable
 from mpi_coded.fields import get_field
 
 TOL = {"gf2^8": 0.0, "float64": 1e-8}
@@ -30,7 +30,7 @@ def orders(K, q, limit=None):
 
 
 def run_all(scheme, K, q, mu, eta, N, field, T=1, limit=None):
-    p = CodedParams(scheme, K, q, mu, rows_per_batch=eta, n=3, N=N, T=T, field=field)
+    p = coded_params(scheme, K, q, mu, rows_per_batch=eta, n=3, N=N, T=T, field=field)
     pl = build_placement(p)
     f = get_field(field)
     extras = 0
@@ -81,7 +81,7 @@ def test_replay_bdc_uneven():
 
 
 def test_replay_bdc_extra_servers():
-    p = CodedParams("bdc", 6, 2, "1/2", rows_per_batch=1, n=3, N=4, T=2, field="gf2^8")
+    p = coded_params("bdc", 6, 2, "1/2", rows_per_batch=1, n=3, N=4, T=2, field="gf2^8")
     pl = build_placement(p)
     f = get_field("gf2^8")
     seen_extra = 0
@@ -97,7 +97,7 @@ def test_replay_bdc_extra_servers():
 
 
 def test_replay_detects_broken_plans():
-    p = CodedParams("unified", 6, 4, "1/2", rows_per_batch=2, n=3, N=8, field="gf2^8")
+    p = coded_params("unified", 6, 4, "1/2", rows_per_batch=2, n=3, N=8, field="gf2^8")
     pl = build_placement(p)
     f = get_field("gf2^8")
     A, X = random_instance(pl, f, 3)

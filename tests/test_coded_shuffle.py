@@ -1,4 +1,4 @@
-"""The shuffle plan (SPEC B.3): structure and exact loads for every Q."""
+"""The shuffle plan (docs/theory.md (B.3)): structure and exact loads for every Q."""
 
 from __future__ import annotations
 
@@ -13,16 +13,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpi_coded.coded.loads import scheme_load, unified_load
+from mpi_coded.analysis.loads import unified_load
 from mpi_coded.coded.mapend import MapEnd, map_end
-from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import Placement, build_placement
+from mpi_coded.coded.schemes import coded_params
+from mpi_coded.coded.schemes import get as get_scheme
 from mpi_coded.coded.shuffle import ShufflePlan, _flat_blocks, average_load, shuffle_plan
 from mpi_coded.errors import ConfigError
 
 
 def placement(scheme, K, q, mu, eta, N, T=1) -> Placement:
-    return build_placement(CodedParams(scheme, K, q, mu, rows_per_batch=eta, n=1, N=N, T=T))
+    return build_placement(coded_params(scheme, K, q, mu, rows_per_batch=eta, n=1, N=N, T=T))
 
 
 def plan_for(pl: Placement, Q, strategy=None) -> ShufflePlan:
@@ -136,7 +137,7 @@ def test_strategy_two_every_q():
 ])
 def test_baselines_every_q(scheme, K, q, mu, eta, N):
     pl = placement(scheme, K, q, mu, eta, N)
-    want = scheme_load(scheme, K, q, mu).load
+    want = get_scheme(scheme).load(K, q, mu).load
     if scheme in ("sc", "unified"):
         orders = list(itertools.permutations(range(K), pl.params.wait_for))
     else:
@@ -159,12 +160,12 @@ def test_any_model_any_q(K, data):
     p = 1 if scheme in ("uc", "sc") else mq
     eta = K // math.gcd(K, math.comb(K, p) * q_eff)  # smallest eta_b with integral m
     w = math.lcm(*range(1, p + 1))  # every level j divides |V_k|: no padding
-    p0 = CodedParams(scheme, K, q, mu, rows_per_batch=eta, n=1, N=q_eff * w)
+    p0 = coded_params(scheme, K, q, mu, rows_per_batch=eta, n=1, N=q_eff * w)
     pl = build_placement(p0)
     order = data.draw(st.permutations(range(K)))
     plan = shuffle_plan(pl, map_end(pl, order))
     assert plan.padding == 0
-    assert plan.load == scheme_load(scheme, K, q, mu).load
+    assert plan.load == get_scheme(scheme).load(K, q, mu).load
 
 
 def test_padding_rule():

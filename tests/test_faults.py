@@ -49,6 +49,7 @@ def report(name, r):
     print(f"\n| {name} | exit {r.returncode} | {r.elapsed:.1f} s |")
 
 
+@pytest.mark.portable
 @pytest.mark.parametrize("fault,phase", [("kill:2:setup", "setup"), ("kill:4:step@1", "step 1"),
                                          ("kill:5:step@3", "step 3")])
 def test_cec_killed_machine_ends_the_job(tmp_path, fault, phase):
@@ -87,10 +88,16 @@ def test_cec_slow_machine_is_replanned_and_verified(tmp_path):
     assert r.returncode == 0, r.stderr
     recs = lines(out)
     steps = [x for x in recs if x["kind"] == "step"]
-    assert [s["replanned"] for s in steps] == [True, True, True, False]
-    assert all(s["late"] == [1] for s in steps[:3])
+    assert steps[0]["replanned"] and steps[0]["late"] == [1]
+    # a machine that missed a deadline is a suspect: the next step does not wait for it
+    for a, b in zip(steps, steps[1:]):
+        assert a["late"] in ([], [1])
+        if a["late"] == [1]:
+            assert not b["replanned"] and 1 not in b["available"]
+    assert steps[1]["suspects"] == [1]  # left out (step 4's schedule has no machine 1)
     assert all(s["verified"] for s in steps)
-    assert recs[-1]["kind"] == "summary" and recs[-1]["replanned_steps"] == [1, 2, 3]
+    assert recs[-1]["kind"] == "summary" and \
+        recs[-1]["replanned_steps"] == [s["step"] for s in steps if s["replanned"]]
 
 
 def test_cec_malformed_message_fails_loudly(tmp_path):

@@ -1,4 +1,5 @@
-"""Hostfiles: the local MPICH one runs the elastic job for real; the examples are well formed."""
+"""Hostfiles: the local one of the launcher (MPICH or Open MPI) runs the elastic job for real;
+the examples are well formed."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, mpiexec_path, run_cmd
+from conftest import ROOT, launcher_env, mpi_flavor, mpiexec_cmd, mpiexec_path, run_cmd
 
 HOSTFILES = ROOT / "hostfiles"
 
@@ -19,19 +20,29 @@ def entries(path):
 
 
 @pytest.mark.mpi
-def test_local_hydra_hostfile_runs_the_job(tmp_path):
-    exe = mpiexec_path()
-    if exe is None:
-        pytest.skip("no mpiexec on PATH: install the 'local' extra (the mpich wheel)")
-    version = run_cmd([exe, "--version"], timeout=30)
-    if "HYDRA" not in version.stdout + version.stderr:
-        pytest.skip(f"{exe} is not MPICH's hydra (the -f host:n format is hydra's)")
+@pytest.mark.portable
+def test_local_hostfile_runs_the_job(tmp_path):
+    """The launcher's own local hostfile: hydra's ``-f local.hydra`` under MPICH, Open MPI's
+    ``--hostfile local.openmpi --oversubscribe`` under Open MPI."""
+    flavor = mpi_flavor()
+    if flavor is None:
+        pytest.skip("no mpiexec on PATH: install the 'local' or the 'openmpi' extra")
+    if flavor == "openmpi":
+        hostfile = ["--hostfile", str(HOSTFILES / "local.openmpi")]
+    elif flavor == "mpich":
+        hostfile = ["-f", str(HOSTFILES / "local.hydra")]
+    else:
+        pytest.skip(f"{mpiexec_path()} is neither MPICH's hydra nor Open MPI")
+    cmd = mpiexec_cmd(7, *hostfile)
+    assert ("--oversubscribe" in cmd) == (flavor == "openmpi")
     out = tmp_path / "cec.jsonl"
-    r = run_cmd([exe, "-f", str(HOSTFILES / "local.hydra"), "-n", "7", sys.executable, "-m",
-                 "mpi_coded", "run", "cec", "--t-row", "0", "--out", str(out)], timeout=120)
+    r = run_cmd([*cmd, sys.executable, "-m", "mpi_coded", "run", "cec", "--t-row", "0",
+                 "--out", str(out)], timeout=120, env=launcher_env())
     assert r.returncode == 0, r.stdout + r.stderr
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[0]["kind"] == "config" and lines[0]["world_size"] == 7
+    want = "Open MPI" if flavor == "openmpi" else "MPICH"
+    assert want in lines[0]["mpi"], lines[0]["mpi"]
     steps = [x for x in lines if x["kind"] == "step"]
     assert len(steps) == 4 and all(s["verified"] is True for s in steps)
     assert lines[-1]["kind"] == "summary" and lines[-1]["all_verified"] is True

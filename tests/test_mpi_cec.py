@@ -48,6 +48,7 @@ def check_default_job(lines, field):
     return summary
 
 
+@pytest.mark.portable
 def test_default_job_float64(tmp_path):
     out = tmp_path / "cec.jsonl"
     r = run_mpi(7, ["run", "cec", "--out", str(out), "--t-row", "0.0005"], timeout=120)

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from conftest import run_mpi
-from mpi_coded.coded.loads import scheme_load
+from mpi_coded.coded.schemes import get as get_scheme
 
 pytestmark = pytest.mark.mpi
 
@@ -27,7 +27,7 @@ def launch(tmp_path, K, args, timeout=240):
 
 
 def check_exact_loads(recs, scheme, K, q, mu):
-    formula = scheme_load(scheme, K, q, mu).load
+    formula = get_scheme(scheme).load(K, q, mu).load
     orders = set()
     for r in recs:
         assert r["verified"] is True
@@ -40,6 +40,7 @@ def check_exact_loads(recs, scheme, K, q, mu):
     return orders
 
 
+@pytest.mark.portable
 @pytest.mark.parametrize("scheme", ["uc", "cmr", "sc", "unified"])
 def test_measured_load_equals_analytic_K6_q4(tmp_path, scheme):
     recs = launch(tmp_path, 6, ["--scheme", scheme, "--q", "4", "--mu", "1/2",
@@ -74,6 +75,7 @@ def test_strategy_two_instance(tmp_path):
     assert Fraction(recs[0]["load_measured_exact"]) == Fraction(19, 150)
 
 
+@pytest.mark.portable
 def test_bdc_loads_and_early_stop(tmp_path):
     common = ["--scheme", "bdc", "--q", "4", "--mu", "1/2", "--rows-per-batch", "4",
               "--n", "20", "--N", "12", "--straggler", "shiftexp", "--t-row", "0.004",

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from conftest import run_mpi
-from mpi_coded.coded.loads import scheme_load
+from mpi_coded.coded.schemes import get as get_scheme
 
 pytestmark = pytest.mark.mpi
 
@@ -24,7 +24,7 @@ def launch(tmp_path, K, args, timeout=240):
 
 
 def check_runs(recs, K, q, mu, reps):
-    analytic = scheme_load("lt", K, q, mu).load
+    analytic = get_scheme("lt").load(K, q, mu).load
     assert len(recs) == reps
     for r in recs:
         assert r["scheme"] == "lt" and r["verified"] is True
@@ -45,6 +45,7 @@ def check_runs(recs, K, q, mu, reps):
                 assert v["rows_done"] == v["rows"]
 
 
+@pytest.mark.portable
 def test_lt_job_gf8_k6(tmp_path):
     recs = launch(tmp_path, 6, ["--q", "4", "--mu", "1/2", "--rows-per-batch", "40",
                                 "--n", "30", "--N", "12", "--field", "gf2^8",

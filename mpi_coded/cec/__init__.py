@@ -1,4 +1,5 @@
-"""Heterogeneous coded elastic computing (seed 000, SPEC Part A): pure planner."""
+"""Heterogeneous coded elastic computing (docs/theory.md, Part A): the pure planner and the
+elastic job's math."""
 
 from mpi_coded.cec.cyclic import cyclic_sets
 from mpi_coded.cec.filling import RowSet, filling

@@ -2,7 +2,8 @@
 
 All checks live here and raise :class:`~mpi_coded.errors.ConfigError` naming
 the key and the rule.  Every rank validates the same config before any MPI
-traffic.  The defaults are the seed's example (SPEC A.4): N=6, L=3, speeds
+traffic.  The defaults are the worked example of the heterogeneous CEC paper
+(docs/theory.md, A.4): N=6, L=3, speeds
 (1, 1, 1.5, 1.5, 2, 2), four steps without machines {}, {4}, {4, 6}, {1, 4, 6}.
 
 Keys (top level of the TOML file)::
@@ -13,13 +14,28 @@ Keys (top level of the TOML file)::
     rows = 1260                # q, rows of X (padded to a multiple of L)
     cols = 200                 # r, columns of X
     field = "float64"          # or "gf2^8", "gf2^16"
-    policy = "heterogeneous"   # or "cyclic"
+    policy = "heterogeneous"   # or "cyclic", "heterogeneous-tw", "uncoded" (X stored
+                               #   uncoded, split by speed, rows moved on every change)
+    workload = "independent"   # or "power" (square X), "linreg" (float64 only)
     t_row = 0.001              # seconds one row takes at speed 1 (>= 0)
     seed = 0                   # data, vectors and random availability
     data = ""                  # optional .npy file holding X (q x r)
     timeout_s = 120.0          # deadline of every other wait, seconds
+    wait = "auto"              # "polite" (backoff sleeps), "busy" (spin), "auto"
     deadline_factor = 2.0      # a step's deadline: factor * predicted + slack; machines
     deadline_slack_s = 2.0     #   that miss it are re-planned away within the step
+    S = 0                      # stragglers tolerated: every row set has L + S machines,
+                               #   each set is decoded from its first L answers (L + S <= N)
+    suspect_after = 2          # with S > 0: a machine cut off as the slowest more than this
+                               #   many steps in a row is left out of the next plans
+    speeds = "auto"            # instead of a list: plan with estimated speeds (below)
+    true_speeds = [1, ...]     # with speeds = "auto": the throttles' real speeds (default 1),
+                               #   unknown to the planner (used only to report the oracle)
+    estimator = "ewma"         # or "median" (mpi_coded.cec.estimate)
+    estimator_alpha = 0.5      # ewma: weight of the newest sample, in (0, 1]
+    estimator_window = 5       # median: samples kept, >= 1
+    stragglers = 0             # machines slowed at random each step (seeded), <= N
+    straggler_factor = 5.0     # how much slower a random straggler is (>= 1)
     [availability]
     kind = "schedule"          # or "random", "trace"
     schedule = [[1,2,3,4,5,6], [1,2,3,5,6], [1,2,3,5], [2,3,5]]
@@ -42,9 +58,19 @@ from typing import Any
 
 import numpy as np
 
-from mpi_coded.cec.plan import POLICIES
+from mpi_coded.cec.estimate import (
+    DEFAULT_ALPHA,
+    DEFAULT_ESTIMATOR,
+    DEFAULT_WINDOW,
+    validate_alpha,
+    validate_estimator,
+    validate_window,
+)
+from mpi_coded.cec.plan import POLICIES as PLAN_POLICIES
+from mpi_coded.cec.workloads import validate_workload
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.fields import FIELD_NAMES
+from mpi_coded.wait_modes import check_wait
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,8 +84,12 @@ SEED_SCHEDULE: tuple[tuple[int, ...], ...] = (
     (2, 3, 5),
 )
 AVAILABILITY_KINDS = ("schedule", "random", "trace")
+POLICIES = (*PLAN_POLICIES, "uncoded")
+"""The job's policies: the planner's, and the uncoded baseline (:mod:`mpi_coded.cec.uncoded`)."""
 TOP_KEYS = ("N", "L", "speeds", "rows", "cols", "field", "policy", "t_row", "seed", "data",
-            "timeout_s", "deadline_factor", "deadline_slack_s", "availability", "job")
+            "timeout_s", "deadline_factor", "deadline_slack_s", "wait", "availability", "job",
+            "S", "suspect_after", "true_speeds", "estimator", "estimator_alpha",
+            "estimator_window", "stragglers", "straggler_factor", "workload")
 AVAIL_KEYS = ("kind", "schedule", "p", "steps", "path")
 
 
@@ -98,6 +128,7 @@ class CECConfig:
     seed: int = 0
     data: str = ""
     timeout_s: float = 120.0
+    wait: str = "auto"
     deadline_factor: float = 2.0
     deadline_slack_s: float = 2.0
     availability_kind: str = "schedule"
@@ -105,20 +136,36 @@ class CECConfig:
     p: float = 0.0
     steps: int = 4
     trace_path: str = ""
+    S: int = 0
+    suspect_after: int = 2
+    speeds_auto: bool = False  # speeds = "auto": ``speeds`` holds the true (hidden) speeds
+    estimator: str = DEFAULT_ESTIMATOR
+    estimator_alpha: float = DEFAULT_ALPHA
+    estimator_window: int = DEFAULT_WINDOW
+    stragglers: int = 0
+    straggler_factor: float = 5.0
+    workload: str = "independent"
     source: str = dc_field(default="defaults", compare=False)
 
     @property
     def speed_map(self) -> dict[int, Fraction]:
+        """The machines' configured (true) speeds; with ``speeds = "auto"`` the planner
+        does not see them."""
         return {n + 1: s for n, s in enumerate(self.speeds)}
 
     @property
     def rows_per_block(self) -> int:
-        """``ceil(q / L)``: X is padded with zero rows to ``L`` equal blocks (SPEC A.1)."""
+        """``ceil(q / L)``: X is padded with zero rows to ``L`` equal blocks (A.1)."""
         return -(-self.rows // self.L)
 
     @property
     def world_size(self) -> int:
         return self.N + 1
+
+    def predicted_s(self, plan_time: Fraction) -> float:
+        """Seconds a step with plan time ``plan_time`` takes at the configured speeds:
+        ``time * R * t_row`` (a block of ``R`` rows at speed 1 takes ``R t_row``; A.2)."""
+        return float(plan_time) * self.rows_per_block * self.t_row
 
     def step_deadline(self, predicted_s: float) -> float:
         """Seconds a step may take before late machines are re-planned away."""
@@ -142,11 +189,30 @@ class CECConfig:
                 self.policy)
         require(self.t_row >= 0, "t_row", "must be >= 0 seconds", self.t_row)
         require(self.timeout_s > 0, "timeout_s", "must be > 0 seconds", self.timeout_s)
+        check_wait(self.wait)
         require(self.deadline_factor >= 1, "deadline_factor", "must be >= 1",
                 self.deadline_factor)
         require(self.deadline_slack_s > 0, "deadline_slack_s", "must be > 0 seconds",
                 self.deadline_slack_s)
         require(self.seed >= 0, "seed", "must be >= 0", self.seed)
+        require(self.S >= 0, "S", "stragglers tolerated must be >= 0", self.S)
+        if self.policy == "uncoded":
+            require(self.S == 0, "S", 'must be 0 with policy = "uncoded" (rows are not '
+                    "replicated)", self.S)
+        require(self.L + self.S <= self.N, "S", f"L + S must be <= N={self.N} (L={self.L})",
+                self.S)
+        require(self.suspect_after >= 1, "suspect_after", "must be >= 1", self.suspect_after)
+        validate_estimator(self.estimator)
+        validate_alpha(self.estimator_alpha)
+        validate_window(self.estimator_window)
+        require(0 <= self.stragglers <= self.N, "stragglers", f"must be in 0..N={self.N}",
+                self.stragglers)
+        require(self.straggler_factor >= 1, "straggler_factor", "must be >= 1",
+                self.straggler_factor)
+        validate_workload(self.workload, self.field, self.rows, self.cols)
+        if self.workload == "linreg":
+            require(self.policy != "uncoded", "workload", 'linreg runs coded products only '
+                    '(not with policy = "uncoded")', self.workload)
         require(self.availability_kind in AVAILABILITY_KINDS, "availability.kind",
                 f"must be one of {', '.join(AVAILABILITY_KINDS)}", self.availability_kind)
         if self.availability_kind == "random":
@@ -189,7 +255,19 @@ class CECConfig:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["speeds"] = [str(s) for s in self.speeds]
         d["schedule"] = [list(a) for a in self.schedule]
+        for k in NEW_KEY_DEFAULTS:  # results of older jobs (and --resume) compare equal
+            if d[k] == NEW_KEY_DEFAULTS[k]:
+                del d[k]
         return d
+
+
+NEW_KEY_DEFAULTS: dict[str, Any] = {
+    "S": 0, "suspect_after": 2, "speeds_auto": False, "estimator": DEFAULT_ESTIMATOR,
+    "estimator_alpha": DEFAULT_ALPHA, "estimator_window": DEFAULT_WINDOW, "stragglers": 0,
+    "straggler_factor": 5.0, "workload": "independent",
+}
+"""Keys added for stragglers, suspects and estimated speeds: left out of the results'
+config line while at their defaults."""
 
 
 def npy_shape(path: str) -> tuple[tuple[int, ...], str]:
@@ -246,13 +324,19 @@ def from_mapping(d: Mapping[str, Any], source: str = "config") -> CECConfig:
     if "job" in d:
         require(d["job"] == "cec", "job", "this is the 'cec' job's config", d["job"])
     kw: dict[str, Any] = {"source": source}
-    for k in ("N", "L", "rows", "cols", "seed"):
+    for k in ("N", "L", "rows", "cols", "seed", "S", "suspect_after", "stragglers"):
         if k in d:
             kw[k] = _int(d[k], k)
-    for k in ("t_row", "timeout_s", "deadline_factor", "deadline_slack_s"):
+    if "estimator" in d:
+        kw["estimator"] = validate_estimator(d["estimator"])
+    if "estimator_alpha" in d:
+        kw["estimator_alpha"] = validate_alpha(d["estimator_alpha"])
+    if "estimator_window" in d:
+        kw["estimator_window"] = validate_window(d["estimator_window"])
+    for k in ("t_row", "timeout_s", "deadline_factor", "deadline_slack_s", "straggler_factor"):
         if k in d:
             kw[k] = _float(d[k], k)
-    for k in ("field", "policy", "data"):
+    for k in ("field", "policy", "data", "wait", "workload"):
         if k in d:
             require(isinstance(d[k], str), k, "must be a string", d[k])
             kw[k] = d[k]
@@ -261,8 +345,19 @@ def from_mapping(d: Mapping[str, Any], source: str = "config") -> CECConfig:
         if len(shape) == 2:
             kw.setdefault("rows", shape[0])
             kw.setdefault("cols", shape[1])
-    if "speeds" in d:
-        require(isinstance(d["speeds"], list), "speeds", "must be a list of numbers", d["speeds"])
+    if d.get("speeds") == "auto":
+        kw["speeds_auto"] = True
+        n = kw.get("N", 6)
+        true = d.get("true_speeds", [1] * n)
+        require(isinstance(true, list), "true_speeds", "must be a list of numbers", true)
+        require(len(true) == n, "true_speeds", f"must list one speed per machine (N={n})",
+                len(true))
+        kw["speeds"] = tuple(_fraction(s, "true_speeds") for s in true)
+    elif "true_speeds" in d:
+        raise ConfigError("true_speeds", 'is only used with speeds = "auto"', d["true_speeds"])
+    elif "speeds" in d:
+        require(isinstance(d["speeds"], list), "speeds",
+                'must be a list of numbers or "auto"', d["speeds"])
         kw["speeds"] = tuple(_fraction(s, "speeds") for s in d["speeds"])
     elif "N" in d and kw["N"] != 6:
         kw["speeds"] = tuple(Fraction(1) for _ in range(kw["N"]))

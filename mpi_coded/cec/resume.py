@@ -11,6 +11,9 @@ from mpi_coded.errors import ConfigError
 
 def resume_point(cfg: CECConfig, out: str | None) -> int:
     """First step still to run: after the last step line of the last matching job in ``out``."""
+    if cfg.workload != "independent":
+        raise ConfigError("--resume", f"workload = \"{cfg.workload}\" carries w from step to "
+                          "step; it cannot be resumed", cfg.workload)
     if not out or not Path(out).is_file():
         raise ConfigError("--resume", "needs the results file of the job to continue", out)
     want = {k: v for k, v in json.loads(json.dumps(cfg.to_dict())).items() if k != "source"}

@@ -1,4 +1,4 @@
-"""The BDC assignment matrix ``P`` (SPEC B.4; seed 001, Sec. IV).
+"""The BDC assignment matrix ``P`` (docs/theory.md (B.4); the BDC paper, Sec. IV).
 
 ``P[b, t]`` is the number of coded rows of partition ``t`` stored in batch
 ``b``.  Rows sum to the batch size ``eta_b``, columns to ``r/T``.  Within a
@@ -17,7 +17,7 @@ from mpi_coded.errors import require
 
 
 def heuristic_assignment(n_batches: int, rows_per_batch: int, T: int) -> np.ndarray:
-    """The heuristic solver of SPEC B.4: an ``n_batches x T`` int matrix.
+    """The heuristic solver of docs/theory.md (B.4): an ``n_batches x T`` int matrix.
 
     ``g = floor(eta_b / T)`` rows of every partition in every batch; the
     ``rho = eta_b - g T`` remaining slots of batch ``b = 0, 1, ..`` take one row
@@ -74,5 +74,5 @@ def batch_partition_rows(P: np.ndarray, partition_rows: Sequence[Sequence[int]]
 
 
 def format_assignment(P: np.ndarray) -> list[str]:
-    """Rows of ``P`` as digit strings (``"110000"``), as in SPEC B.4 (entries < 10)."""
+    """Rows of ``P`` as digit strings (``"110000"``), as in docs/theory.md (B.4) (entries < 10)."""
     return ["".join(str(int(v)) for v in row) for row in P]

@@ -6,7 +6,7 @@ repetitions, deadlines.  Same keys on the command line and in a TOML file
 (``--config``; command-line flags win).  Every rank validates before any MPI
 traffic.
 
-Map throttle (SPEC B.6): server ``s`` stores ``rows_s`` coded rows; its map
+Map throttle (docs/theory.md (B.6)): server ``s`` stores ``rows_s`` coded rows; its map
 of all ``N`` vectors has nominal time ``sigma_s = rows_s * t_row``.  With
 ``straggler = "none"`` it takes ``sigma_s / speed_s``; with ``"shiftexp"`` it
 takes ``sigma_s (1 + E_s) / speed_s`` with ``E_s ~ Exp(1)`` drawn from
@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from mpi_coded.analysis.delay import sample_runtime
 from mpi_coded.coded.params import AUTO_FIELD, CodedParams
-from mpi_coded.delay import sample_runtime
+from mpi_coded.coded.schemes import get, names
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.wait_modes import check_wait
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,7 +41,7 @@ else:  # pragma: no cover
 STRAGGLERS = ("none", "shiftexp")
 PARAM_KEYS = ("scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field")
 RUN_KEYS = ("straggler", "t_row", "speeds", "chunks", "seed", "reps", "timeout_s",
-            "assignment")
+            "assignment", "wait")
 TOP_KEYS = ("job", *PARAM_KEYS, *RUN_KEYS)
 FIELD_ALIASES = {"gf8": "gf2^8", "gf16": "gf2^16", "real": "float64"}
 
@@ -55,6 +57,7 @@ class CodedJob:
     reps: int = 1
     timeout_s: float = 120.0
     assignment: str = ""
+    wait: str = "auto"
 
     @property
     def world_size(self) -> int:
@@ -89,8 +92,10 @@ class CodedJob:
         require(self.seed >= 0, "seed", "must be >= 0", self.seed)
         require(self.reps >= 1, "reps", "must be >= 1", self.reps)
         require(self.timeout_s > 0, "timeout_s", "must be > 0 seconds", self.timeout_s)
+        check_wait(self.wait)
         if self.assignment:
-            require(self.params.scheme == "bdc", "assignment", "only scheme bdc takes one",
+            require(self.params.spec.takes_assignment, "assignment",
+                    f"only scheme {', '.join(names(takes_assignment=True))} takes one",
                     self.assignment)
             require(Path(self.assignment).is_file(), "assignment",
                     "must be an existing .npy file", self.assignment)
@@ -125,7 +130,7 @@ def _typed(key: str, value: Any) -> Any:
             require(isinstance(v, (int, float)) and not isinstance(v, bool), key,
                     "must be a list of numbers", value)
         value = tuple(float(v) for v in value)
-    elif key in ("scheme", "straggler", "field", "assignment"):
+    elif key in ("scheme", "straggler", "field", "assignment", "wait"):
         require(isinstance(value, str), key, "must be a string", value)
     elif key == "mu":
         require(isinstance(value, (str, int, float)) and not isinstance(value, bool), key,
@@ -145,9 +150,9 @@ def from_mapping(d: Mapping[str, Any]) -> CodedJob:
         require(k in vals, k, "is required (flag or config key)")
     field = vals.get("field", AUTO_FIELD)
     field = FIELD_ALIASES.get(field, field)
-    params = CodedParams(scheme=vals["scheme"], K=vals["K"], q=vals["q"], mu=vals["mu"],
-                         rows_per_batch=vals["rows_per_batch"], n=vals["n"], N=vals["N"],
-                         T=vals.get("T", 1), field=field)
+    params = get(vals["scheme"]).params(
+        K=vals["K"], q=vals["q"], mu=vals["mu"], rows_per_batch=vals["rows_per_batch"],
+        n=vals["n"], N=vals["N"], T=vals.get("T", 1), field=field)
     run = {k: vals[k] for k in RUN_KEYS if k in vals}
     return CodedJob(params=params, **run).validate()
 

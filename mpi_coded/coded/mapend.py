@@ -1,4 +1,4 @@
-"""When the map phase ends (SPEC B.2 step 2).
+"""When the map phase ends (docs/theory.md (B.2), step 2).
 
 The map phase waits for the first ``q_eff`` finishers (``q``; all ``K`` for uc
 and cmr): they form ``Q`` in finishing order and are the reducers.  Then, while
@@ -8,11 +8,14 @@ sends unicasts but does not reduce.  Among the MDS schemes only bdc can need
 extras: any ``q`` servers hold ``>= m`` rows of the dense code and ``q`` rows
 of each sc stripe.
 
-lt (SPEC B.5): the rule is "the finishers' stored rows together decode" (an
-exact rank test of the seeded LT code, :func:`mpi_coded.coded.lt_scheme.finishers_decode`,
-cached per set of finishers since the master polls it) instead of a row count,
-so lt needs extras when the first ``q`` finishers' rows fall short of ``m`` plus
-the LT overhead (always likely when ``mu q = 1``: they hold exactly ``m`` rows).
+The rule is the scheme's (:meth:`Scheme.covered
+<mpi_coded.coded.schemes.base.Scheme.covered>`, :func:`partitions_covered` for
+the MDS schemes).  lt (docs/theory.md (B.5)): "the finishers' stored rows
+together decode" (an exact rank test of the seeded LT code,
+:func:`mpi_coded.coded.schemes.lt.finishers_decode`, cached per set of
+finishers since the master polls it) instead of a row count, so lt needs extras
+when the first ``q`` finishers' rows fall short of ``m`` plus the LT overhead
+(always likely when ``mu q = 1``: they hold exactly ``m`` rows).
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mpi_coded.coded.lt_scheme import finishers_decode
 from mpi_coded.coded.placement import Placement
 from mpi_coded.errors import require
 
@@ -48,14 +50,17 @@ def _check_order(placement: Placement, order: Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-def covered(placement: Placement, finished: Sequence[int]) -> bool:
-    """Whether the batches of ``finished`` hold ``>= k`` rows of every partition
-    (lt: whether their rows decode)."""
-    if placement.params.scheme == "lt":
-        return finishers_decode(placement.params, finished)
+def partitions_covered(placement: Placement, finished: Sequence[int]) -> bool:
+    """Whether the batches of ``finished`` hold ``>= k`` rows of every partition."""
     batches = {b for s in finished for b in placement.server_batches[s]}
     counts = placement.partition_counts(batches)
     return bool(np.all(counts >= placement.layout.k))
+
+
+def covered(placement: Placement, finished: Sequence[int]) -> bool:
+    """Whether the map results of ``finished`` suffice to decode (the scheme's rule:
+    ``>= k`` rows of every partition; lt: their rows decode)."""
+    return placement.params.spec.covered(placement, finished)
 
 
 def map_phase_done(placement: Placement, finished: Sequence[int]) -> bool:
@@ -78,7 +83,7 @@ def map_end(placement: Placement, order: Sequence[int]) -> MapEnd:
     while not covered(placement, fin[:used]):
         require(used < len(fin), "order",
                 "the finishers do not hold enough rows of every partition"
-                + (" to decode the LT code" if placement.params.scheme == "lt" else ""),
+                + placement.params.spec.cover_rule,
                 list(fin))
         used += 1
     return MapEnd(Q=fin[:q], extra=fin[q:used])

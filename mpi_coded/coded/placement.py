@@ -1,4 +1,4 @@
-"""Which coded rows each server stores (SPEC B.1, B.4).
+"""Which coded rows each server stores (docs/theory.md (B.1), (B.4)).
 
 Servers are 0-based, ``s = 0..K-1``; server ``s`` runs on MPI rank ``s + 1``
 (rank 0 is the master).  Batches are labelled by the ``p``-subsets of servers
@@ -7,11 +7,13 @@ in ``itertools.combinations(range(K), p)`` order (``p`` = servers per batch,
 at exactly the servers of its label, so each server holds ``C(K-1, p-1)``
 batches, ``mu_eff m`` rows.
 
-Batch ``b`` fills the storage slots ``[b eta_b, (b+1) eta_b)``.  For every
-scheme but bdc slot ``i`` *is* coded row ``i`` of ``C = Psi A``; for bdc the
-slots of batch ``b`` hold, partition by partition, the next ``P[b, t]`` rows of
-partition ``t`` (:mod:`mpi_coded.coded.assignment`), so a batch's rows of one
-partition are contiguous in its slot order.
+Batch ``b`` fills the storage slots ``[b eta_b, (b+1) eta_b)``.  Which coded
+rows fill them is the scheme's (:meth:`Scheme.batch_rows
+<mpi_coded.coded.schemes.base.Scheme.batch_rows>`): slot ``i`` *is* coded row
+``i`` of ``C = Psi A`` (:func:`slot_rows`), except for bdc, whose slots of batch
+``b`` hold, partition by partition, the next ``P[b, t]`` rows of partition
+``t`` (:mod:`mpi_coded.coded.assignment`), so a batch's rows of one partition
+are contiguous in its slot order.
 
 Uncoded storage (uc, cmr; ``Psi = I``): ``C = A``.  uc cuts ``A`` into ``K``
 blocks of ``m/K`` rows, block ``k`` on server ``k`` alone (``p = 1``); every
@@ -27,17 +29,15 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mpi_coded.coded.assignment import (
-    batch_partition_rows,
-    check_assignment,
-    heuristic_assignment,
-)
-from mpi_coded.coded.codes import CodeLayout, code_layout
-from mpi_coded.coded.params import CodedParams
+from mpi_coded.coded.code import CodeLayout
 from mpi_coded.errors import require
+
+if TYPE_CHECKING:
+    from mpi_coded.coded.params import CodedParams
 
 
 def batch_labels(K: int, p: int) -> tuple[tuple[int, ...], ...]:
@@ -48,6 +48,32 @@ def batch_labels(K: int, p: int) -> tuple[tuple[int, ...], ...]:
 def rank_of(server: int) -> int:
     """MPI rank of server ``server`` (rank 0 is the master)."""
     return server + 1
+
+
+def server_rows(K: int, p: int, rows_per_batch: int, server: int) -> np.ndarray:
+    """Coded rows stored at ``server`` when slot ``i`` is coded row ``i``: batch ``b`` (the
+    ``b``-th ``p``-subset in ``itertools.combinations`` order) holds rows
+    ``[b eta_b, (b+1) eta_b)`` and is stored at the servers of its label."""
+    require(0 <= server < K, "server", f"must be in 0..{K - 1}", server)
+    batches = [b for b, lab in enumerate(itertools.combinations(range(K), p)) if server in lab]
+    return np.concatenate([np.arange(b * rows_per_batch, (b + 1) * rows_per_batch)
+                           for b in batches]).astype(np.int64)
+
+
+def slot_rows(n_batches: int, rows_per_batch: int) -> tuple[tuple[int, ...], ...]:
+    """Batch ``b`` holds coded rows ``[b eta_b, (b+1) eta_b)``: slot ``i`` is coded row ``i``."""
+    eta = rows_per_batch
+    return tuple(tuple(range(b * eta, (b + 1) * eta)) for b in range(n_batches))
+
+
+def count_partitions(layout: CodeLayout, rows: tuple[tuple[int, ...], ...]) -> np.ndarray:
+    """``P[b, t]``: rows of partition ``t`` among the coded rows ``rows[b]`` of batch ``b``."""
+    P = np.zeros((len(rows), layout.T), dtype=np.int64)
+    sizes = np.fromiter((len(rs) for rs in rows), dtype=np.int64, count=len(rows))
+    flat = np.fromiter((r for rs in rows for r in rs), dtype=np.int64, count=int(sizes.sum()))
+    if flat.size:
+        np.add.at(P, (np.repeat(np.arange(len(rows)), sizes), layout.row_partition[flat]), 1)
+    return P
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,25 +118,17 @@ class Placement:
 def build_placement(params: CodedParams, assignment: np.ndarray | None = None) -> Placement:
     """The :class:`Placement` of ``params``.
 
-    For bdc, ``assignment`` is the ``C(K, mu q) x T`` matrix ``P`` (default: the
-    heuristic solver of SPEC B.4); other schemes take no assignment.
+    ``assignment`` is the ``C(K, mu q) x T`` matrix ``P`` of a scheme that takes
+    one (bdc; default: the heuristic solver of docs/theory.md (B.4)); other
+    schemes refuse it.
     """
-    layout = code_layout(params)
+    spec = params.spec
+    layout = spec.code_layout(params)
     labels = batch_labels(params.K, params.replication)
-    eta = params.rows_per_batch
-    if params.scheme == "bdc":
-        if assignment is None:
-            P = heuristic_assignment(len(labels), eta, params.T)
-        else:
-            P = check_assignment(assignment, len(labels), eta, params.T)
-        per = batch_partition_rows(P, [layout.coded_rows(t) for t in range(layout.T)])
-        rows = tuple(tuple(r for part in per[b] for r in part) for b in range(len(labels)))
-    else:
-        require(assignment is None, "assignment", "only scheme bdc takes an assignment matrix")
-        rows = tuple(tuple(range(b * eta, (b + 1) * eta)) for b in range(len(labels)))
-        P = np.zeros((len(labels), layout.T), dtype=np.int64)
-        for b, rs in enumerate(rows):
-            np.add.at(P[b], layout.row_partition[list(rs)], 1)
-    server_batches = tuple(
-        tuple(b for b, lab in enumerate(labels) if s in lab) for s in range(params.K))
+    rows, P = spec.batch_rows(params, layout, assignment)
+    held: list[list[int]] = [[] for _ in range(params.K)]
+    for b, lab in enumerate(labels):
+        for s in lab:
+            held[s].append(b)
+    server_batches = tuple(tuple(bs) for bs in held)
     return Placement(params, layout, labels, rows, server_batches, P)

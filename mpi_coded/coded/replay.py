@@ -1,16 +1,17 @@
 """Run a :class:`~mpi_coded.coded.shuffle.ShufflePlan` in one process with real arithmetic.
 
 The reference for the MPI runtime: every finisher encodes its own stored rows
-(``C[rows] = Psi[rows] A``, SPEC B.2 step 1) and maps them
+(``C[rows] = Psi[rows] A``, docs/theory.md (B.2) step 1) and maps them
 (``Y_b = C[batch_rows[b]] X``, step 2); servers outside ``Q + extra`` hold
 nothing.  Each multicast is summed by its sender from the sender's own data
 and cancelled by each receiver using only the receiver's data; unicasts copy
 blocks; each reducer then decodes ``y_i = A x_i`` for its outputs from the
-plan's ``decode_rows`` (step 4).  Any use of data a server does not have, or a
-missing value, raises :class:`ReplayError`.  The code is
-:func:`~mpi_coded.coded.codes.build_code` of the placement's params, as on
-every MPI rank (lt: the seeded LT code over ``params.field_name``, so ``field_``
-must be that field).
+plan's ``decode_rows`` (step 4) -- with the arithmetic of
+:mod:`~mpi_coded.coded.exchange`, the same the MPI servers run.  Any use of data
+a server does not have, or a missing value, raises :class:`ReplayError`.  The
+code is :func:`~mpi_coded.coded.code.build_code` of the placement's params, as
+on every MPI rank (lt: the seeded LT code over ``params.field_name``, so
+``field_`` must be that field).
 """
 
 from __future__ import annotations
@@ -20,15 +21,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpi_coded.coded.codes import build_code
+from mpi_coded.coded.code import build_code
+from mpi_coded.coded.exchange import (
+    ExchangeError,
+    multicast_payload,
+    reduce_outputs,
+    stored_values,
+    take_multicast,
+    take_unicast,
+    unicast_payload,
+)
 from mpi_coded.coded.mapend import MapEnd, map_end
 from mpi_coded.coded.placement import Placement
 from mpi_coded.coded.shuffle import Block, ShufflePlan, shuffle_plan
 from mpi_coded.fields import Field, get_field
 
-
-class ReplayError(RuntimeError):
-    """The plan asked a server for data it does not have, or left a value missing."""
+ReplayError = ExchangeError
+"""The plan asked a server for data it does not have, or left a value missing."""
 
 
 @dataclass
@@ -48,6 +57,7 @@ class ServerData:
     def __init__(self, sid: int, placement: Placement, Y: dict[int, np.ndarray],
                  field_: Field, N: int) -> None:
         self.sid = sid
+        self.placement = placement
         self.stored = Y
         self.eta = placement.rows_per_batch
         self.N = N
@@ -55,7 +65,16 @@ class ServerData:
         self.received: dict[int, np.ndarray] = {}
         self.mask: dict[int, np.ndarray] = {}
 
+    @classmethod
+    def from_map_output(cls, sid: int, placement: Placement, values: np.ndarray,
+                        field_: Field, N: int) -> ServerData:
+        """The data of server ``sid`` whose map produced ``values`` (``Y`` of its stored rows,
+        in ``placement.stored_rows(sid)`` order)."""
+        return cls(sid, placement, stored_values(placement, sid, values), field_, N)
+
     def gather(self, blocks: Sequence[Block], own_only: bool = True) -> np.ndarray:
+        """Values of ``blocks`` (flattened, concatenated) from the stored batches (and, unless
+        ``own_only``, from what was received)."""
         parts = []
         for bl in blocks:
             if bl.batch in self.stored:
@@ -73,6 +92,7 @@ class ServerData:
         return np.concatenate(parts)
 
     def scatter(self, blocks: Sequence[Block], vec: np.ndarray) -> None:
+        """Store received values ``vec`` as the concatenation of ``blocks``."""
         pos = 0
         for bl in blocks:
             if bl.batch not in self.received:
@@ -83,12 +103,6 @@ class ServerData:
             self.received[bl.batch][bl.row_start:bl.row_stop, bl.out_start:bl.out_stop] = piece
             self.mask[bl.batch][bl.row_start:bl.row_stop, bl.out_start:bl.out_stop] = True
             pos += bl.size
-
-
-def _pad(field_: Field, vec: np.ndarray, length: int) -> np.ndarray:
-    out = field_.zeros(length)
-    out[:len(vec)] = vec
-    return out
 
 
 def replay(placement: Placement, plan: ShufflePlan, field_: Field, A: np.ndarray,
@@ -112,41 +126,18 @@ def replay(placement: Placement, plan: ShufflePlan, field_: Field, A: np.ndarray
         return servers[s]
 
     for mc in plan.multicasts:
-        snd = server(mc.sender)
-        payload = field_.zeros(mc.length)
-        for seg in mc.segments:
-            vec = snd.gather(seg.blocks)
-            if len(vec) != seg.size or seg.size > mc.length:
-                raise ReplayError(f"segment size mismatch in {mc}")
-            payload = field_.add(payload, _pad(field_, vec, mc.length))
+        payload = multicast_payload(mc, server(mc.sender))
         res.multicast_values += len(payload)
-        for i, k in enumerate(mc.receivers):
-            rcv = server(k)
-            got = payload.copy()
-            for i2, seg in enumerate(mc.segments):
-                if i2 != i:
-                    got = field_.sub(got, _pad(field_, rcv.gather(seg.blocks), mc.length))
-            own = mc.segments[i]
-            if own.owner != k:
-                raise ReplayError(f"segment {i} of {mc} is not for receiver {k}")
-            rcv.scatter(own.blocks, got[:own.size])
+        for k in mc.receivers:
+            take_multicast(mc, k, payload, server(k))
 
     for uc in plan.unicasts:
-        vec = server(uc.sender).gather(uc.blocks)
+        vec = unicast_payload(uc, server(uc.sender))
         res.unicast_values += len(vec)
-        server(uc.receiver).scatter(uc.blocks, vec)
+        take_unicast(uc, vec, server(uc.receiver))
 
-    slot_of = {}
-    for b, rows in enumerate(placement.batch_rows):
-        for i, r in enumerate(rows):
-            slot_of[r] = (b, i)
     for red in plan.reducers:
-        srv = server(red.server)
-        blocks = [Block(slot_of[r][0], slot_of[r][1], slot_of[r][1] + 1,
-                        red.out_start, red.out_stop) for r in red.decode_rows]
-        w = red.out_stop - red.out_start
-        vals = srv.gather(blocks, own_only=False).reshape(len(blocks), w)
-        y = code.decode(red.decode_rows, vals)
+        y = reduce_outputs(red, server(red.server), code)
         want = field_.matmul(A, X[:, red.out_start:red.out_stop])
         res.decoded[red.server] = y
         res.max_error = max(res.max_error, field_.max_error(y, want))

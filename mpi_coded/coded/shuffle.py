@@ -1,4 +1,4 @@
-"""The shuffle plan for a given ``Q`` (SPEC B.3; Li, Maddah-Ali, Avestimehr 2016).
+"""The shuffle plan for a given ``Q`` (docs/theory.md (B.3); Li, Maddah-Ali, Avestimehr 2016).
 
 Everything a runtime needs to send, receive and decode, as plain frozen
 dataclasses.  Vocabulary:
@@ -38,37 +38,40 @@ batch by batch from batches held by some finisher (``Q`` then ``extra``), in
 slot order inside a batch, visiting batches cyclically from batch
 ``floor(i C(K, p) / q_eff)`` for reducer ``Q[i]`` (this spreads the senders);
 each batch's rows come from one holder, the one with the fewest unicast values
-so far (ties: earliest finisher).
+so far (ties: earliest finisher; :class:`UnicastBook`).  This is
+:func:`deficit_unicasts`, the rule of :meth:`Scheme.reducer_rows
+<mpi_coded.coded.schemes.base.Scheme.reducer_rows>`.
 
-LT unicast (scheme lt, :mod:`mpi_coded.coded.lt_scheme`): "lacks" is decided by
+LT unicast (scheme lt, :func:`mpi_coded.coded.schemes.lt.lt_unicasts`): "lacks" is decided by
 the LT decoder, not by a count.  ``R`` = the rows of the batches reducer
 ``Q[i]`` stores or recovered from multicasts; if ``R`` does not decode, the
 candidate rows are those of the batches held by some finisher and not in ``R``,
 visited cyclically from the same start batch, slots in order; the reducer
 receives the shortest prefix of them that makes ``R`` decodable
-(:func:`~mpi_coded.coded.lt_scheme.unicast_count`), each batch's rows from one
+(:func:`~mpi_coded.coded.schemes.lt.unicast_count`), each batch's rows from one
 holder chosen as above.  Its ``decode_rows`` are ``R`` plus those rows (all it
 holds; the LT decoder uses every row).
 
-Strategy: uc, cmr, sc, unified and lt use the analytic strategy of
-:func:`mpi_coded.coded.loads.scheme_load`; bdc builds both and keeps the one
-sending fewer values for this ``Q`` (ties: strategy 1).  Load =
-values / (``m N``).
+Strategy: the analytic strategy of the unified formula at the scheme's
+effective parameters (:meth:`Scheme.reference_load
+<mpi_coded.coded.schemes.base.Scheme.reference_load>`), except that a scheme
+with :attr:`~mpi_coded.coded.schemes.base.Scheme.compares_strategies` (bdc)
+builds both and keeps the one sending fewer values for this ``Q`` (ties:
+strategy 1).  Load = values / (``m N``).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
+import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
-from mpi_coded.coded.loads import UnifiedLoad, scheme_load, unified_load
-from mpi_coded.coded.lt_scheme import unicast_count
-from mpi_coded.coded.mapend import MapEnd
+from mpi_coded.analysis.loads import UnifiedLoad, strategy_levels
+from mpi_coded.coded.mapend import MapEnd, map_end
 from mpi_coded.coded.placement import Placement
 from mpi_coded.errors import require
 
@@ -256,8 +259,12 @@ def _flat_blocks(batches: Sequence[int], eta: int, out_start: int, w: int,
                  a: int, b: int) -> tuple[Block, ...]:
     """Blocks covering flat values ``[a, b)`` of ``concat_b Y_b[:, out_start:out_start+w]``."""
     per = eta * w
+    if b <= a or per <= 0:
+        return ()
     blocks: list[Block] = []
-    for i, batch in enumerate(batches):
+    # only the batches that meet [a, b) (the others contribute nothing)
+    for i in range(max(0, a // per), min(len(batches), (b - 1) // per + 1)):
+        batch = batches[i]
         lo, hi = max(a, i * per), min(b, (i + 1) * per)
         if lo >= hi:
             continue
@@ -297,11 +304,10 @@ def _check_q(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...]) -
 
 
 def analytic_load(placement: Placement) -> UnifiedLoad:
-    """The SPEC B.3 quantities the plan follows (bdc: those of the unified scheme)."""
+    """The docs/theory.md (B.3) quantities the plan follows: the unified formula at the
+    scheme's effective parameters (bdc and lt: those of the unified scheme)."""
     p = placement.params
-    if p.scheme == "bdc":
-        return unified_load(p.K, p.q, p.mu)
-    return scheme_load(p.scheme, p.K, p.q, p.mu)
+    return p.spec.reference_load(p.K, p.q, p.mu)
 
 
 def shuffle_plan(placement: Placement, end: MapEnd | Sequence[int],
@@ -319,124 +325,185 @@ def shuffle_plan(placement: Placement, end: MapEnd | Sequence[int],
     ul = analytic_load(placement)
     if strategy is not None:
         return _build(placement, Q, extra, ul, strategy)
-    if placement.params.scheme != "bdc":
+    if not placement.params.spec.compares_strategies:
         return _build(placement, Q, extra, ul, ul.strategy)
     one = _build(placement, Q, extra, ul, 1)
     two = _build(placement, Q, extra, ul, 2)
     return two if two.values < one.values else one
 
 
+class UnicastBook:
+    """The unicasts of one plan: each batch's rows for a reducer come from one holder among
+    the finishers, the one with the fewest unicast values so far (ties: earliest finisher)."""
+
+    def __init__(self, placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
+                 outputs: dict[int, tuple[int, int]]) -> None:
+        self.placement = placement
+        self.Q = Q
+        self.finishers = Q + extra
+        self.rank = {s: i for i, s in enumerate(self.finishers)}
+        self.outputs = outputs  # reducer -> [out_start, out_stop)
+        self.sent: dict[int, int] = defaultdict(int)
+        self.blocks: dict[tuple[int, int], list[Block]] = defaultdict(list)
+
+    def holders(self, batch: int) -> list[int]:
+        """Finishers storing ``batch``."""
+        return [s for s in self.placement.labels[batch] if s in self.rank]
+
+    def visit_order(self, idx: int) -> list[int]:
+        """Batches visited for reducer ``Q[idx]``: cyclically from ``floor(idx C(K, p) / q)``."""
+        nb = self.placement.n_batches
+        start = idx * nb // len(self.Q)
+        return list(itertools.chain(range(start, nb), range(start)))
+
+    def send(self, batch: int, runs: Sequence[tuple[int, int]], receiver: int) -> None:
+        """Unicast slots ``[r0, r1)`` of ``batch`` (for each run) to ``receiver``."""
+        outs = self.outputs[receiver]
+        sender = min(self.holders(batch), key=lambda s: (self.sent[s], self.rank[s]))
+        self.sent[sender] += sum(r1 - r0 for r0, r1 in runs) * (outs[1] - outs[0])
+        for r0, r1 in runs:
+            self.blocks[(sender, receiver)].append(Block(batch, r0, r1, *outs))
+
+    def unicasts(self) -> list[Unicast]:
+        """The messages, reducer by reducer, senders in finishing order."""
+        out: list[Unicast] = []
+        for k in self.Q:
+            for s in self.finishers:
+                ublocks = self.blocks.get((s, k))
+                if ublocks:
+                    out.append(Unicast(s, k, tuple(ublocks), sum(b.size for b in ublocks)))
+        return out
+
+
+@dataclass(frozen=True)
+class _RowIndex:
+    """Per-placement lookups of the unicast rule, as plain Python ints (built once)."""
+
+    batch_parts: tuple[tuple[int, ...], ...]  # partition of each slot of batch b
+    part: list[int]  # partition of coded row r
+    order: list[int]  # sort key of coded row r: by partition, then position in it
+
+
+_ROW_INDEX: weakref.WeakKeyDictionary[Placement, _RowIndex] = weakref.WeakKeyDictionary()
+
+
+def _row_index(placement: Placement) -> _RowIndex:
+    idx = _ROW_INDEX.get(placement)
+    if idx is None:
+        part = [int(t) for t in placement.layout.row_partition.tolist()]
+        pos = [int(x) for x in placement.layout.row_position.tolist()]
+        width = max(pos, default=0) + 1
+        idx = _RowIndex(tuple(tuple(part[r] for r in rows) for rows in placement.batch_rows),
+                        part, [t * width + x for t, x in zip(part, pos)])
+        _ROW_INDEX[placement] = idx
+    return idx
+
+
+def deficit_unicasts(book: UnicastBook, idx: int, known: set[int]
+                     ) -> tuple[list[int], list[int]]:
+    """The MDS unicast rule (module docstring) for reducer ``Q[idx]`` knowing ``known``
+    batches: returns its unicast rows and its decode rows (``k`` per partition)."""
+    placement = book.placement
+    layout = placement.layout
+    index = _row_index(placement)
+    k = book.Q[idx]
+    kk = layout.k
+    deficit = [max(0, kk - int(c)) for c in placement.partition_counts(known).tolist()]
+    missing = sum(deficit)
+    got_rows: list[int] = []
+    if missing:
+        for b in book.visit_order(idx):
+            if b in known or not book.holders(b):
+                continue
+            take: list[int] = []
+            for i, t in enumerate(index.batch_parts[b]):
+                if deficit[t] > 0:
+                    deficit[t] -= 1
+                    missing -= 1
+                    take.append(i)
+            if not take:
+                continue
+            book.send(b, _runs(take), k)
+            rows_b = placement.batch_rows[b]
+            got_rows.extend(rows_b[i] for i in take)
+            if not missing:
+                break
+        if missing:  # map_end guarantees coverage; a bare Q may not
+            require(False, "Q", "the finishers do not hold enough rows of every partition "
+                    "(use mapend.map_end to add extra servers)", list(book.finishers))
+    part = index.part
+    rows = {r for b in known for r in placement.batch_rows[b]}
+    rows.update(got_rows)
+    have = sorted(rows, key=index.order.__getitem__)  # (partition, position): unique keys
+    count = [0] * layout.T
+    decode_rows = []
+    for r in have:
+        t = part[r]
+        if count[t] < kk:
+            count[t] += 1
+            decode_rows.append(int(r))
+    return [int(r) for r in got_rows], decode_rows
+
+
 def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
            ul: UnifiedLoad, strategy: int) -> ShufflePlan:
-    params, layout = placement.params, placement.layout
+    params = placement.params
     eta, N, q = params.rows_per_batch, params.N, params.wait_for
     w = N // q
-    p = params.replication
-    low = ul.s_q - 1 if strategy == 2 else ul.s_q
-    levels = tuple(j for j in range(p, max(low, 1) - 1, -1))
+    levels = strategy_levels(params.replication, ul.s_q, strategy)
     qset = frozenset(Q)
     out_of = {k: (i * w, (i + 1) * w) for i, k in enumerate(Q)}
 
     by_meet: dict[frozenset[int], list[int]] = defaultdict(list)
     for b, lab in enumerate(placement.labels):
-        by_meet[frozenset(lab) & qset].append(b)
+        by_meet[qset.intersection(lab)].append(b)
 
     delivered: dict[int, set[int]] = {k: set() for k in Q}
     multicasts: list[Multicast] = []
     mc_values = 0
-    ideal = Fraction(0)
+    level_v: dict[int, int] = defaultdict(int)  # sum of v over a level's multicasts
     sorted_q = sorted(Q)
     for j in levels:
         for S in itertools.combinations(sorted_q, j + 1):
             sset = frozenset(S)
-            V = {k: by_meet.get(sset - {k}, []) for k in S}
-            if not V[S[0]]:
+            first = by_meet.get(sset.difference((S[0],)))
+            if not first:
                 continue
-            v = len(V[S[0]]) * eta * w
-            L = math.ceil(v / j)
-            for k in S:
-                delivered[k].update(V[k])
-            for s in S:
-                recv = tuple(k for k in S if k != s)
+            V = [by_meet.get(sset.difference((k,)), []) for k in S]
+            v = len(first) * eta * w
+            L = -(-v // j)
+            for k, Vk in zip(S, V):
+                delivered[k].update(Vk)
+            # segment g of V_k belongs to the g-th server of sorted(S \ {k}) (S is sorted)
+            for si, s in enumerate(S):
+                recv = S[:si] + S[si + 1:]
                 segs = []
-                for k in recv:
-                    g = sorted(x for x in S if x != k).index(s)
+                for ki, k in enumerate(S):
+                    if ki == si:
+                        continue
+                    g = si - 1 if ki < si else si
                     a, b_ = g * L, min((g + 1) * L, v)
-                    blocks = _flat_blocks(V[k], eta, out_of[k][0], w, a, b_)
+                    blocks = _flat_blocks(V[ki], eta, out_of[k][0], w, a, b_)
                     segs.append(Segment(owner=k, index=g, blocks=blocks, size=max(0, b_ - a)))
                 multicasts.append(Multicast(j, S, s, recv, L, tuple(segs)))
-                mc_values += L
-                ideal += Fraction(v, j)
+            mc_values += L * (j + 1)
+            level_v[j] += v * (j + 1)
+    ideal = Fraction(0)
+    for j, tot in level_v.items():
+        ideal += Fraction(tot, j)
 
-    finishers = Q + extra
-    rank = {s: i for i, s in enumerate(finishers)}
-    sent: dict[int, int] = defaultdict(int)
-    slot_parts = [layout.row_partition[list(rows)] for rows in placement.batch_rows]
-    unicast_blocks: dict[tuple[int, int], list[Block]] = defaultdict(list)
+    book = UnicastBook(placement, Q, extra, out_of)
     reducers: list[ReducerPlan] = []
-    nb = placement.n_batches
     for idx, k in enumerate(Q):
         stored = set(placement.server_batches[k])
-        known = stored | delivered[k]
-        if params.scheme == "lt":
-            got_lt, rows_lt = _lt_unicasts(placement, idx, k, known, rank, sent, out_of[k],
-                                           unicast_blocks)
-            reducers.append(ReducerPlan(
-                server=k, out_start=out_of[k][0], out_stop=out_of[k][1],
-                stored_batches=tuple(sorted(stored)),
-                multicast_batches=tuple(sorted(delivered[k])),
-                unicast_rows=tuple(got_lt), decode_rows=tuple(rows_lt)))
-            continue
-        deficit = layout.k - placement.partition_counts(known)
-        deficit[deficit < 0] = 0
-        got_rows: list[int] = []
-        if deficit.any():
-            start = idx * nb // len(Q)
-            for b in itertools.chain(range(start, nb), range(start)):
-                if b in known:
-                    continue
-                holders = [s for s in placement.labels[b] if s in rank]
-                if not holders:
-                    continue
-                take: list[int] = []
-                for i, t in enumerate(slot_parts[b]):
-                    if deficit[t] > 0:
-                        deficit[t] -= 1
-                        take.append(i)
-                if not take:
-                    continue
-                sender = min(holders, key=lambda s: (sent[s], rank[s]))
-                sent[sender] += len(take) * w
-                for r0, r1 in _runs(take):
-                    unicast_blocks[(sender, k)].append(Block(b, r0, r1, *out_of[k]))
-                got_rows.extend(placement.batch_rows[b][i] for i in take)
-                if not deficit.any():
-                    break
-            if deficit.any():  # map_end guarantees coverage; a bare Q may not
-                require(False, "Q", "the finishers do not hold enough rows of every partition "
-                        "(use mapend.map_end to add extra servers)", list(Q + extra))
-        have = sorted({r for b in known for r in placement.batch_rows[b]} | set(got_rows),
-                      key=lambda r: (int(layout.row_partition[r]), int(layout.row_position[r])))
-        count: dict[int, int] = defaultdict(int)
-        decode_rows = []
-        for r in have:
-            t = int(layout.row_partition[r])
-            if count[t] < layout.k:
-                count[t] += 1
-                decode_rows.append(int(r))
+        got, decode_rows = params.spec.reducer_rows(book, idx, stored | delivered[k])
         reducers.append(ReducerPlan(
             server=k, out_start=out_of[k][0], out_stop=out_of[k][1],
             stored_batches=tuple(sorted(stored)),
             multicast_batches=tuple(sorted(delivered[k])),
-            unicast_rows=tuple(int(r) for r in got_rows),
-            decode_rows=tuple(decode_rows)))
+            unicast_rows=tuple(got), decode_rows=tuple(decode_rows)))
 
-    unicasts: list[Unicast] = []
-    for k in Q:
-        for s in finishers:
-            ublocks = unicast_blocks.get((s, k))
-            if ublocks:
-                unicasts.append(Unicast(s, k, tuple(ublocks), sum(b.size for b in ublocks)))
+    unicasts = book.unicasts()
     return ShufflePlan(
         scheme=params.scheme, K=params.K, q=q, m=params.m, N=N, Q=Q, extra=extra,
         s_q=ul.s_q, strategy=strategy, levels=levels, reducers=tuple(reducers),
@@ -445,45 +512,12 @@ def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
         ideal_multicast=ideal)
 
 
-def _lt_unicasts(placement: Placement, idx: int, k: int, known: set[int],
-                 rank: dict[int, int], sent: dict[int, int], outs: tuple[int, int],
-                 unicast_blocks: dict[tuple[int, int], list[Block]]
-                 ) -> tuple[list[int], list[int]]:
-    """The LT unicast rule (module docstring) for reducer ``k = Q[idx]``.
-
-    Adds its unicasts to ``unicast_blocks`` and ``sent``; returns the unicast
-    rows and the decode rows.
-    """
-    params = placement.params
-    nb, eta = placement.n_batches, params.rows_per_batch
-    w = outs[1] - outs[0]
-    have = [r for b in sorted(known) for r in placement.batch_rows[b]]
-    start = idx * nb // params.wait_for
-    visit = [b for b in itertools.chain(range(start, nb), range(start))
-             if b not in known and any(s in rank for s in placement.labels[b])]
-    candidates = [r for b in visit for r in placement.batch_rows[b]]
-    left = unicast_count(params, have, candidates)
-    got = candidates[:left]
-    for b in visit:
-        if left == 0:
-            break
-        take = min(left, eta)
-        holders = [s for s in placement.labels[b] if s in rank]
-        sender = min(holders, key=lambda s: (sent[s], rank[s]))
-        sent[sender] += take * w
-        unicast_blocks[(sender, k)].append(Block(b, 0, take, *outs))
-        left -= take
-    return got, sorted(set(have) | set(got))
-
-
 def average_load(placement: Placement, strategy: int | None = None) -> Fraction:
     """Exact mean plan load over all ``C(K, q_eff)`` sets ``Q`` (extras in ascending order).
 
     The value counts do not depend on the order inside ``Q`` nor on which
     extras send, only on the set ``Q``.  Meant for small ``K`` (bdc's ``L_Q(P)``).
     """
-    from mpi_coded.coded.mapend import map_end
-
     K, q = placement.K, placement.params.wait_for
     total = Fraction(0)
     count = 0

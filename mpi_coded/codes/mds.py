@@ -2,7 +2,8 @@
 
 An ``(n, k)`` generator ``G`` (``n x k``) is MDS when every ``k x k`` row
 submatrix is invertible, so any ``k`` of the ``n`` coded rows ``G @ X`` give
-back ``X`` (SPEC A.1: ``X~_n = sum_l G[n, l] X_l``; SPEC B.1: ``C = Psi A``).
+back ``X`` (docs/theory.md (A.1): ``X~_n = sum_l G[n, l] X_l``; docs/theory.md (B.1):
+``C = Psi A``).
 
 We use ``G = [I_k; C]`` with ``C`` an ``(n - k) x k`` Cauchy matrix. Every
 square submatrix of a Cauchy matrix is invertible, and that is exactly the
@@ -72,7 +73,7 @@ class DecoderCache:
     """``G_P^{-1}`` for each set ``P`` of ``k`` coded rows, computed once.
 
     ``decode(P, Y)`` returns ``Z = G_P^{-1} Y`` where row ``j`` of ``Y`` is the
-    answer of coded row ``P[j]`` (SPEC A.2).
+    answer of coded row ``P[j]`` (docs/theory.md (A.2)).
     """
 
     def __init__(self, field: Field, g: np.ndarray) -> None:

@@ -1,0 +1,96 @@
+"""``mpi-coded plan cec`` (pure) and ``mpi-coded run cec`` (MPI, imported lazily)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from fractions import Fraction
+from typing import Any
+
+from mpi_coded.cec.plan import POLICIES, make_plan
+from mpi_coded.errors import ConfigError, require
+
+
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip() != ""]
+    except ValueError:
+        raise ConfigError(name, "must be comma-separated integers", text) from None
+
+
+def _fractions(text: str, name: str) -> list[Fraction]:
+    try:
+        return [Fraction(x.strip()) for x in text.split(",") if x.strip() != ""]
+    except (ValueError, ZeroDivisionError):
+        raise ConfigError(name, "must be comma-separated numbers", text) from None
+
+
+def cmd_plan_cec(args: argparse.Namespace) -> int:
+    speeds = _fractions(args.speeds, "--speeds")
+    require(len(speeds) >= 1, "--speeds", "needs at least one speed", args.speeds)
+    for i, s in enumerate(speeds):
+        require(s > 0, "--speeds", f"speed of machine {i + 1} must be > 0", str(s))
+    sp = {i + 1: s for i, s in enumerate(speeds)}
+    require(args.L >= 1, "--L", "must be >= 1", args.L)
+    require(args.L <= len(sp), "--L", f"must be <= the number of machines N={len(sp)}", args.L)
+    avail = _ints(args.available, "--available") if args.available else sorted(sp)
+    if args.rows is not None:
+        require(args.rows >= 1, "--rows", "rows per block must be >= 1", args.rows)
+    plan = make_plan(args.policy, sp, args.L, avail, rows=args.rows, S=args.S)
+    if args.json:
+        print(json.dumps(plan.to_dict()))
+    else:
+        print(plan)
+    return 0
+
+
+def register_plan(sub: Any) -> None:
+    p = sub.add_parser("cec", help="one step of heterogeneous coded elastic computing")
+    p.add_argument("--speeds", required=True, help="comma-separated speeds of machines 1..N")
+    p.add_argument("--L", type=int, required=True, help="number of row blocks (any L decode)")
+    p.add_argument("--available", default="", help="comma-separated available ids (default all)")
+    p.add_argument("--rows", type=int, default=None, help="rows per coded block: plan in rows")
+    p.add_argument("--S", type=int, default=0,
+                   help="stragglers tolerated: every row set goes to L+S machines")
+    p.add_argument("--policy", choices=POLICIES, default="heterogeneous")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_plan_cec)
+
+
+def cmd_run_cec(args: argparse.Namespace) -> int:
+    from mpi_coded.cec.config import load_config
+    from mpi_coded.faults import parse_faults
+
+    cfg = load_config(args.config).with_overrides(
+        field=args.field, policy=args.policy, t_row=args.t_row, seed=args.seed,
+        timeout_s=args.timeout, wait=args.wait)
+    faults = parse_faults(args.fault, "cec", cfg.world_size)
+    first = 1
+    if args.resume:
+        from mpi_coded.cec.resume import resume_point
+
+        first = resume_point(cfg, args.out)  # every rank reads it, before any MPI traffic
+    from mpi_coded.runtime.cec import job as cec_job  # imports mpi4py: MPI starts here
+
+    return cec_job.run(cfg, args.out, faults, first)
+
+
+def register_run(sub: Any) -> None:
+    p = sub.add_parser("cec", help="heterogeneous coded elastic computing (mpiexec -n N+1)")
+    p.add_argument("--config", default=None, help="TOML config (default: the seed's example)")
+    p.add_argument("--out", default="results/cec.jsonl", help="JSON-lines results file (appended)")
+    p.add_argument("--field", default=None, help="override: float64, gf2^8 or gf2^16")
+    p.add_argument("--policy", default=None, help="override: heterogeneous or cyclic")
+    p.add_argument("--t-row", dest="t_row", type=float, default=None,
+                   help="override: seconds per row at speed 1")
+    p.add_argument("--seed", type=int, default=None, help="override: random seed")
+    p.add_argument("--timeout", type=float, default=None, help="override: deadline of every wait")
+    p.add_argument("--wait", default=None,
+                   help="override: polite (backoff sleeps), busy (spin) or auto (busy when the "
+                        "ranks on a node fit its cores)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the job recorded in --out after its last completed step")
+    p.add_argument("--fault", action="append", default=None, metavar="FAULT",
+                   help="inject a fault: kill:RANK:PHASE[@STEP], stall:RANK:PHASE[@STEP]:SECONDS, "
+                        "slow:RANK:FACTOR, garble:RANK:PHASE[@STEP] (repeatable)")
+    p.set_defaults(func=cmd_run_cec)

@@ -1,0 +1,128 @@
+"""``mpi-coded load`` (pure, no MPI; docs/theory.md (B.3)) and ``mpi-coded run coded``.
+
+Hook-up (in :func:`mpi_coded.cli.main.build_parser`)::
+
+    from mpi_coded.cli import coded as coded_commands
+    coded_commands.register_load(sub)
+    coded_commands.register_run(run_sub)
+
+where ``sub`` is the top-level subparsers object (created with
+``parser_class=OneLineParser``).  Scheme choices come from the registry
+(:mod:`mpi_coded.coded.schemes`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from mpi_coded.analysis.loads import check_reference
+from mpi_coded.coded.schemes import SCHEMES, get, names
+from mpi_coded.wait_modes import WAIT_MODES
+
+LOAD_SCHEMES = names(closed_form_load=True)
+"""Schemes with a closed-form load (uc, cmr, sc, unified).  Not bdc (its load depends
+on ``P`` and ``Q``: ``mpi-coded solve``/``shuffle.average_load``) and not lt: its load
+is the unified ``L(q)`` plus the extra unicasts of the LT overhead, which depend on
+the seeded code and on ``Q`` (its :meth:`load` returns the unified lower bound; the
+coded job measures the real load)."""
+
+
+def load_result(scheme: str, K: int, q: int, mu: Any) -> dict[str, Any]:
+    """The ``load --json`` object: scheme, K, q, mu (string), s_q, strategy, load, load_exact.
+
+    ``K, q, mu`` are echoed as given (the reference parameters); ``s_q`` and
+    ``strategy`` are those of the unified formula at the scheme's effective
+    parameters (uc: ``q = K, mu = 1/K``; cmr: ``q = K, mu = mu q / K``;
+    sc: ``mu = 1/q``).
+    """
+    spec = get(scheme)
+    mu_f = check_reference(K, q, mu)
+    res = spec.load(K, q, mu_f)
+    return {
+        "scheme": scheme,
+        "K": K,
+        "q": q,
+        "mu": str(mu_f),
+        "s_q": res.s_q,
+        "strategy": res.strategy,
+        "load": float(res.load),
+        "load_exact": str(res.load),
+    }
+
+
+def _run_load(args: argparse.Namespace) -> int:
+    out = load_result(args.scheme, args.K, args.q, args.mu)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{out['scheme']}: K={out['K']} q={out['q']} mu={out['mu']} "
+              f"s_q={out['s_q']} strategy={out['strategy']} "
+              f"load={out['load_exact']} ({out['load']:.6f})")
+    return 0
+
+
+def register_load(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``load`` subcommand to ``subparsers`` (its parser class is used)."""
+    p = subparsers.add_parser(
+        "load", help="analytic shuffle load of uc, cmr, sc, unified (pure, no MPI)",
+        description="Communication load L(q) of docs/theory.md (B.3), exact and as a float.")
+    p.add_argument("--scheme", required=True, choices=LOAD_SCHEMES)
+    p.add_argument("--K", type=int, required=True, help="number of servers")
+    p.add_argument("--q", type=int, required=True, help="servers the map phase waits for")
+    p.add_argument("--mu", required=True, help="stored fraction, e.g. 1/2 (mu q integer)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run_load)
+    return p
+
+
+def _run_coded(args: argparse.Namespace) -> int:
+    from mpi_coded.coded.job import load_job
+
+    overrides = {k: getattr(args, k) for k in (
+        "scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field", "straggler",
+        "t_row", "chunks", "seed", "reps", "timeout_s", "assignment", "wait")}
+    job = load_job(args.config, overrides)
+    from mpi_coded.faults import parse_faults
+
+    faults = parse_faults(args.fault, "coded", job.world_size)
+    from mpi_coded.runtime.coded import job as coded_job  # imports mpi4py: MPI starts here
+
+    return coded_job.run(job, args.out, faults)
+
+
+def register_run(subparsers: Any) -> argparse.ArgumentParser:
+    """``run coded``: the coded matrix-vector job under mpiexec -n K+1."""
+    p = subparsers.add_parser(
+        "coded", help="coded matrix-vector products with straggling servers (mpiexec -n K+1)")
+    p.add_argument("--config", default=None, help="TOML file with the same keys as the flags")
+    p.add_argument("--scheme", default=None,
+                   help=f"{', '.join(SCHEMES[:-1])} or {SCHEMES[-1]}")
+    p.add_argument("--K", type=int, default=None, help="servers")
+    p.add_argument("--q", type=int, default=None, help="servers the map phase waits for")
+    p.add_argument("--mu", default=None, help="stored fraction, e.g. 1/2 (mu q integer)")
+    p.add_argument("--rows-per-batch", dest="rows_per_batch", type=int, default=None,
+                   help="coded rows per batch (eta_b)")
+    p.add_argument("--n", type=int, default=None, help="columns of A")
+    p.add_argument("--N", type=int, default=None, help="number of vectors x_i")
+    p.add_argument("--T", type=int, default=None, help="partitions of the block-diagonal code")
+    p.add_argument("--field", default=None, help="gf2^8, gf2^16, float64 (default: smallest GF)")
+    p.add_argument("--straggler", default=None, help="none or shiftexp")
+    p.add_argument("--t-row", dest="t_row", type=float, default=None,
+                   help="map seconds per stored coded row at speed 1 (all N vectors)")
+    p.add_argument("--chunks", type=int, default=None, help="map chunks (stop checks)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--reps", type=int, default=None, help="repetitions (new straggler draws)")
+    p.add_argument("--timeout", dest="timeout_s", type=float, default=None,
+                   help="deadline of every wait, seconds")
+    p.add_argument("--assignment", default=None, help="bdc: a saved P matrix (.npy)")
+    p.add_argument("--wait", default=None, choices=WAIT_MODES,
+                   help="how ranks wait: polite (backoff sleeps), busy (spin), auto (busy when "
+                        "the ranks on a node fit its cores; the default)")
+    p.add_argument("--out", default="results/coded.jsonl", help="JSON-lines results (appended)")
+    p.add_argument("--fault", action="append", default=None, metavar="FAULT",
+                   help="inject a fault: kill:RANK:PHASE[@REP], stall:RANK:PHASE[@REP]:SECONDS, "
+                        "slow:RANK:FACTOR, garble:RANK:PHASE[@REP] (repeatable)")
+    p.set_defaults(func=_run_coded)
+    return p

@@ -1,0 +1,83 @@
+"""The ``mpi-coded`` command line: the parser and :func:`main`.
+
+Subcommands live beside this module: :mod:`.cec` (``plan cec``, ``run cec``),
+:mod:`.coded` (``load``, ``run coded``), :mod:`.analysis` (``model``, ``solve``).
+
+mpi4py is imported lazily, only by the ``run`` subcommands, so ``plan``,
+``load`` and the other pure subcommands work without MPI.  Bad input ends with
+one line on stderr and exit status 2 (:mod:`mpi_coded.errors`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from mpi_coded.errors import EXIT_BAD_INPUT, ConfigError, launcher_rank
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports bad arguments in one line and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="mpi-coded",
+        description="A real MPI cluster for coded distributed computing: coded elastic "
+        "computing (run cec, plan cec) and coded matrix-vector products with straggling "
+        "servers (run coded, load, model, solve).")
+    from mpi_coded import __version__
+
+    parser.add_argument("--version", action="version", version=f"mpi-coded {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    from mpi_coded.cli import analysis as analysis_commands
+    from mpi_coded.cli import cec as cec_commands
+    from mpi_coded.cli import coded as coded_commands
+
+    coded_commands.register_load(sub)
+    analysis_commands.register(sub)  # model, solve
+
+    plan = sub.add_parser("plan", help="print a plan (pure, no MPI)")
+    plan_sub = plan.add_subparsers(dest="plan_kind", required=True, parser_class=OneLineParser)
+    cec_commands.register_plan(plan_sub)
+
+    run = sub.add_parser("run", help="run a job under mpiexec")
+    run_sub = run.add_subparsers(dest="run_kind", required=True, parser_class=OneLineParser)
+    cec_commands.register_run(run_sub)
+    coded_commands.register_run(run_sub)
+
+    return parser
+
+
+def single_threaded_blas() -> None:
+    """One BLAS thread per rank (unless the user says otherwise).
+
+    Ranks already oversubscribe the cores; threaded BLAS inside each rank would
+    corrupt every timing.  Must run before numpy is first imported.
+    """
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    single_threaded_blas()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        # Every rank fails the same check; rank 0 (or a process outside MPI) says so.
+        if launcher_rank() in (None, 0):
+            print(f"mpi-coded: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""Scheme ``bdc``: block-diagonal coding (docs/theory.md (B.4); the BDC paper, Sec. IV).
+
+``Psi = diag(psi_1..psi_T)``, each ``psi_t`` an ``(r/T, m/T)`` MDS code: ``T``
+contiguous partitions, so a coded row costs ``m/T`` products to encode and a
+reducer decodes ``T`` short codes.  Batch ``b`` holds ``P[b, t]`` rows of
+partition ``t`` (the assignment matrix, :mod:`mpi_coded.coded.assignment`;
+default: the heuristic).  The map phase waits for ``q`` servers and, while some
+partition has fewer than ``m/T`` rows among the finishers, for extra ones; the
+shuffle tries both finishing strategies per ``Q``.  Its load depends on ``P``
+and ``Q`` (:mod:`mpi_coded.analysis.bdc_load`): no closed form.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from mpi_coded.analysis.delay import Ops, encode_ops, rs_decode_cost
+from mpi_coded.analysis.loads import UnifiedLoad, check_reference
+from mpi_coded.coded.assignment import (
+    batch_partition_rows,
+    check_assignment,
+    heuristic_assignment,
+)
+from mpi_coded.coded.code import CodeLayout
+from mpi_coded.coded.params import CodedParams
+from mpi_coded.coded.schemes.base import DEFAULT_CONVENTION, Convention, ModelTerms, Scheme
+from mpi_coded.errors import ConfigError, require
+
+MAX_CELLS = 20_000_000
+"""Largest ``C(K, mu q) * max(T, K)`` (cells of ``P`` and of the batch membership)."""
+
+
+def check_size(p: CodedParams) -> CodedParams:
+    """Refuse designs whose matrices (``P``, batch membership) would not fit in memory."""
+    cells = p.n_batches * max(p.T, p.K)
+    require(cells <= MAX_CELLS, "T",
+            f"C(K, mu q) * max(T, K) must be <= {MAX_CELLS} to hold P in memory",
+            f"{p.n_batches} * {max(p.T, p.K)}")
+    return p
+
+
+class BlockDiagonal(Scheme):
+    name = "bdc"
+    summary = "block-diagonal code: T partitions, each an (r/T, m/T) MDS code"
+    partitioned = True
+    takes_assignment = True
+    compares_strategies = True
+    closed_form_load = False
+    authors_fft_encode = False
+
+    def code_shape(self, p: CodedParams) -> dict[str, int]:
+        return {"partitions": p.T, "code_length": p.r // p.T, "code_dimension": p.m // p.T}
+
+    def check_partitions(self, p: CodedParams) -> None:
+        """``T`` divides ``m`` and ``r``."""
+        require(p.m % p.T == 0, "T", f"T must divide m = {p.m}", p.T)
+        require(p.r % p.T == 0, "T", f"T must divide r = {p.r}", p.T)
+
+    def check_model_sizes(self, p: CodedParams) -> None:
+        """``r = m K / q`` in ``C(K, mu q)`` equal batches (the model reads ``P``)."""
+        super().check_model_sizes(p)
+        require(p.r % p.n_batches == 0, "m",
+                f"r = m K/q must split into C(K, mu q) = {p.n_batches} equal batches", p.m)
+
+    def check_model_extra(self, p: CodedParams, eps: float | None, c: float,
+                          delta: float) -> None:
+        check_size(p)
+
+    def batch_rows(self, p: CodedParams, layout: CodeLayout, assignment: np.ndarray | None
+                   ) -> tuple[tuple[tuple[int, ...], ...], np.ndarray]:
+        """Batch ``b`` takes, partition by partition, the next ``P[b, t]`` rows of ``t``."""
+        if assignment is None:
+            P = heuristic_assignment(p.n_batches, p.rows_per_batch, p.T)
+        else:
+            P = check_assignment(assignment, p.n_batches, p.rows_per_batch, p.T)
+        per = batch_partition_rows(P, [layout.coded_rows(t) for t in range(layout.T)])
+        rows = tuple(tuple(r for part in per[b] for r in part) for b in range(p.n_batches))
+        return rows, P
+
+    def load(self, K: int, q: int, mu: Any) -> UnifiedLoad:
+        check_reference(K, q, mu)
+        raise ConfigError("scheme", "bdc has no closed-form load (it depends on P and Q); "
+                          "use shuffle.average_load", self.name)
+
+    def literal_load(self, K: int, q: int, mu: Any) -> Fraction:
+        return self.load(K, q, mu).load
+
+    def model_terms(self, p: CodedParams, eps: float | None, c: float, delta: float,
+                    sa: float, sm: float, conv: Convention = DEFAULT_CONVENTION
+                    ) -> ModelTerms:
+        """``m/T`` products per coded row (or the FFT, :meth:`encode_terms`), ``T`` RS codes
+        of length ``r/T`` per output (the authors' conventions: Berlekamp-Massey); servers
+        waited for and load come from ``P`` (:mod:`mpi_coded.analysis.bdc_load`)."""
+        rows = self.model_rows(p)
+        cost, decoder = rs_decode_cost(p.r / p.T, p.T, 1.0 - p.q / p.K, sa, sm,
+                                       "bm" if conv.authors else None, conv.c_add)
+        enc, encoder = self.encode_terms(p, sa, sm, conv)
+        return ModelTerms(rows=rows, encode=enc, decode_per_output=cost, decoder=decoder,
+                          servers_needed=None, load=None, encoder=encoder)
+
+    def encode_cost(self, p: CodedParams, conv: Convention = DEFAULT_CONVENTION) -> Ops:
+        """``m/T`` nonzeros per coded row (eq. (8))."""
+        return encode_ops(self.model_rows(p), p.m / p.T, p.n)

@@ -1,0 +1,312 @@
+"""Scheme ``lt``: LT-coded storage in the unified batch layout (docs/theory.md (B.5); the BDC
+paper, Sec. VI).
+
+The scheme object :class:`LTScheme` plugs :mod:`mpi_coded.codes.lt` (the code
+itself: robust Soliton degrees, sparse encoding, peeling with inactivation)
+into the scheme-agnostic functions the MPI runtime calls (``build_placement``,
+``build_code``, ``map_phase_done``/``map_end``, ``shuffle_plan``).  Design:
+
+* **Sizes** -- the unified layout, unchanged: ``C(K, mu q)`` batches of
+  ``eta_b`` coded rows, ``r = eta_b C(K, mu q)`` coded rows, coded row ``i`` is
+  storage slot ``i`` (batch ``b`` holds rows ``[b eta_b, (b+1) eta_b)``), and
+  ``m = r q / K`` rows of ``A`` (rate ``q/K``, as the unified MDS code).  We keep
+  ``m = r q / K`` rather than shrinking ``m`` by an overhead margin: loads stay
+  normalised by the same ``m N`` as the unified scheme, the multicast phase is
+  the unified one value for value, and the LT overhead appears only as extra
+  unicast values (and, when needed, extra finishers).  Any ``q`` servers hold
+  ``r (1 - C(K-q, mu q) / C(K, mu q))`` distinct coded rows: for ``mu q >= 2``
+  well above ``m`` (``K=6, q=4, mu=1/2``: 560 rows for ``m = 400``) so the first
+  ``q`` finishers practically always decode; for ``mu q = 1`` exactly ``m``,
+  which an LT code decodes only by luck, so the map phase waits for more.
+* **Code** -- :func:`mpi_coded.codes.lt.lt_code` with ``(m, r, field, c, delta)``
+  and ``seed = lt_seed(params)``, a SHA-256 digest of the parameters that fix the
+  code (``K, q, mu, rows_per_batch``, the field, ``c``, ``delta``): every rank
+  builds the same ``Psi_LT`` from the params alone, whatever ``PYTHONHASHSEED``.
+* **Map end** -- the first ``g >= q`` finishers, in finishing order, whose stored
+  rows together decode (:meth:`~mpi_coded.codes.lt.LTCode.decodable`, an exact
+  rank test); ``Q`` = the first ``q`` (the reducers), the other ``g - q`` are
+  *extra*: they send unicasts but do not reduce, like bdc's extras.
+* **Shuffle** -- the unified multicast levels and finishing strategy of
+  ``unified_load(K, q, mu)``; then for reducer ``Q[i]``, ``R`` = the rows of the
+  batches it stores or recovered from multicasts.  If ``R`` does not decode, the
+  candidates are the rows of the batches held by some finisher and not in ``R``
+  (batches visited cyclically from ``floor(i C(K, mu q) / q)``, the unified
+  rule's start; slots in order inside a batch) and the reducer receives by
+  unicast the *shortest prefix* of candidates that makes ``R`` decodable
+  (:func:`unicast_count`): the unified rule's ``m - |R|`` rows plus the LT
+  overhead.  Each batch's rows come from one holder, the one with the fewest
+  unicast values so far (ties: earliest finisher).  ``decode_rows`` is ``R``
+  plus the unicast rows: every value the reducer holds for its outputs.
+* **Load** -- :meth:`LTScheme.load` is the unified ``L(q)``, a lower bound:
+  the measured LT load exceeds it by ``w`` values per overhead row a reducer
+  receives beyond ``m - |R|`` (``w = N / q``), i.e. by the extra unicasts.  The
+  model's load is :func:`mpi_coded.analysis.loads.lt_load` (reducers needing
+  ``(1 + eps) m`` values).
+* **Validation** (:meth:`LTScheme.check_job_extra`): ``T = 1``; ``q < K`` (with
+  ``q = K``, ``r = m``: no spare rows); ``r <= LT_MAX_ROWS``; the full code
+  (all ``r`` rows) decodes, else ``rows_per_batch`` is too small.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from mpi_coded.analysis.delay import Ops, encode_ops
+from mpi_coded.analysis.loads import lt_load
+from mpi_coded.coded.code import Code, CodeLayout
+from mpi_coded.coded.params import CodedParams
+from mpi_coded.coded.placement import Placement, server_rows
+from mpi_coded.coded.schemes.base import DEFAULT_CONVENTION, Convention, ModelTerms, Scheme
+from mpi_coded.coded.shuffle import UnicastBook
+from mpi_coded.codes import lt
+from mpi_coded.errors import ConfigError, require
+from mpi_coded.fields import Field, get_field
+
+LT_C = lt.DEFAULT_C
+"""Robust Soliton ``c`` of the scheme's code."""
+LT_DELTA = lt.DEFAULT_DELTA
+"""Robust Soliton ``delta`` of the scheme's code."""
+LT_MAX_ROWS = 1_000_000
+"""Most coded rows of an lt job (every rank builds and checks the seeded code at start)."""
+LT_MAX_M = 100_000_000
+"""Largest ``m`` the model's degree distribution takes."""
+
+
+def lt_seed(params: CodedParams, field: str | None = None) -> int:
+    """The code's seed: the first 8 bytes of SHA-256 over the parameters fixing the code."""
+    name = field or params.field_name
+    key = (f"lt|K={params.K}|q={params.q}|mu={params.mu}|eta={params.rows_per_batch}|"
+           f"field={name}|c={LT_C!r}|delta={LT_DELTA!r}")
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 1
+
+
+@functools.lru_cache(maxsize=16)
+def _code(m: int, r: int, field: str, seed: int) -> lt.LTCode:
+    return lt.lt_code(m, r, field, LT_C, LT_DELTA, seed)
+
+
+def scheme_code(params: CodedParams, field: str | None = None) -> lt.LTCode:
+    """The scheme's ``Psi_LT`` over ``field`` (default ``params.field_name``); cached."""
+    require(isinstance(params.spec, LTScheme), "scheme", "an LT code exists only for scheme lt",
+            params.scheme)
+    name = field or params.field_name
+    return _code(params.m, params.r, name, lt_seed(params, name))
+
+
+def full_code_decodes(params: CodedParams) -> bool:
+    """Whether all ``r`` coded rows decode (the map phase can end at all); cached."""
+    return _full_decodes(params)
+
+
+@functools.lru_cache(maxsize=64)
+def _full_decodes(params: CodedParams) -> bool:
+    code = scheme_code(params)
+    return code.decodable(np.arange(code.r))
+
+
+def stored_rows(params: CodedParams, server: int) -> np.ndarray:
+    """Coded rows stored at ``server`` (the unified batch layout)."""
+    return server_rows(params.K, params.replication, params.rows_per_batch, server)
+
+
+def finishers_decode(params: CodedParams, finished: Iterable[int]) -> bool:
+    """Whether the rows stored at the servers ``finished`` together decode (cached per set)."""
+    return _finishers_decode(params, frozenset(int(s) for s in finished))
+
+
+@functools.lru_cache(maxsize=1024)
+def _finishers_decode(params: CodedParams, finished: frozenset[int]) -> bool:
+    if not finished:
+        return False
+    code = scheme_code(params)
+    rows = np.unique(np.concatenate([stored_rows(params, s) for s in sorted(finished)]))
+    return len(rows) >= code.m and code.decodable(rows)
+
+
+def unicast_count(params: CodedParams, known: Sequence[int], candidates: Sequence[int]) -> int:
+    """Smallest ``n`` such that ``known`` plus ``candidates[:n]`` decode.
+
+    ``known`` and ``candidates`` are disjoint coded rows.  Decodability is
+    monotone in ``n`` (more rows never hurt), so: gallop up from the first ``n``
+    that can reach ``m`` rows, then bisect.  Raises ConfigError (``Q``) if all
+    candidates together do not decode.
+    """
+    code = scheme_code(params)
+    base = [int(x) for x in known]
+    cand = [int(x) for x in candidates]
+
+    def ok(n: int) -> bool:
+        return len(base) + n >= code.m and code.decodable(base + cand[:n])
+
+    if ok(0):
+        return 0
+    lo = max(code.m - len(base) - 1, 0)  # a prefix of lo rows fails: too few rows, or lo = 0
+    if lo >= len(cand):
+        raise ConfigError("Q", "the finishers' coded rows do not decode (use mapend.map_end "
+                          "to add extra servers)")
+    step = 1
+    while True:
+        hi = min(lo + step, len(cand))
+        if ok(hi):
+            break
+        if hi == len(cand):
+            raise ConfigError("Q", "the finishers' coded rows do not decode (use "
+                              "mapend.map_end to add extra servers)")
+        lo, step = hi, step * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def lt_unicasts(book: UnicastBook, idx: int, known: set[int]) -> tuple[list[int], list[int]]:
+    """The LT unicast rule (module docstring) for reducer ``Q[idx]`` knowing the batches
+    ``known``: adds its unicasts to ``book``; returns its unicast rows and decode rows."""
+    placement = book.placement
+    params = placement.params
+    k = book.Q[idx]
+    eta = params.rows_per_batch
+    have = [r for b in sorted(known) for r in placement.batch_rows[b]]
+    visit = [b for b in book.visit_order(idx) if b not in known and book.holders(b)]
+    candidates = [r for b in visit for r in placement.batch_rows[b]]
+    left = unicast_count(params, have, candidates)
+    got = candidates[:left]
+    for b in visit:
+        if left == 0:
+            break
+        take = min(left, eta)
+        book.send(b, [(0, take)], k)
+        left -= take
+    return got, sorted(set(have) | set(got))
+
+
+class LTJobCode(Code):
+    """:class:`~mpi_coded.coded.code.Code` over the scheme's LT code.
+
+    ``encode(A, rows)`` costs ``deg`` products per coded row (sparse);
+    ``decode(rows, values)`` is peeling with inactivation over *all* the given
+    rows and raises :class:`~mpi_coded.errors.NotDecodable` if they do not
+    determine ``A X``.  :attr:`lt` is the code.
+    """
+
+    def __init__(self, layout: CodeLayout, field_: Field, code: lt.LTCode) -> None:
+        self.layout = layout
+        self.field = field_
+        self.lt = code
+        self.encoders = {"generator": 1}  # sparse rows of Psi_LT
+        self.decoders = {"peeling": 1}
+
+    def psi(self) -> np.ndarray:
+        """The dense ``r x m`` ``Psi_LT`` (tests and small sizes)."""
+        return self.lt.generator()
+
+    def encode(self, A: np.ndarray, rows: Sequence[int] | None = None) -> np.ndarray:
+        return self.lt.encode(A, None if rows is None else list(rows))
+
+    def decode_partition(self, rows: Sequence[int], values: np.ndarray) -> np.ndarray:
+        return self.decode(rows, values)
+
+    def decode(self, rows: Sequence[int], values: np.ndarray) -> np.ndarray:
+        return self.lt.decode(list(rows), values)
+
+
+class LTScheme(Scheme):
+    name = "lt"
+    summary = "LT code in the unified batch layout, decoded by peeling with inactivation"
+    closed_form_load = False
+    mds_code = False
+    cover_rule = " to decode the LT code"
+
+    def check_job_extra(self, p: CodedParams) -> None:
+        """``q < K``, ``r <= LT_MAX_ROWS`` and the seeded code decodes from all its rows."""
+        require(p.q < p.K, "q",
+                f"scheme lt needs q < K = {p.K}: with q = K there are only r = m coded rows "
+                "and an LT code needs more than m", p.q)
+        r = p.r
+        require(r <= LT_MAX_ROWS, "rows_per_batch",
+                f"scheme lt builds r = rows_per_batch * C(K, mu q) coded rows on every rank: "
+                f"r must be <= {LT_MAX_ROWS} (r = {r})", p.rows_per_batch)
+        require(full_code_decodes(p), "rows_per_batch",
+                f"too small for scheme lt: all r = {r} coded rows of the seeded LT code "
+                f"(seed {lt_seed(p)}) do not determine the m = {p.m} rows of A (an unlucky "
+                "draw, likelier for short codes): use more rows per batch", p.rows_per_batch)
+
+    def build_code(self, p: CodedParams, field: Field | None = None) -> Code:
+        """The seeded code over ``p.field_name``: ``field`` must be that field (the map end
+        and the shuffle plan decide decodability with the code over it)."""
+        f = field or get_field(p.field_name)
+        require(f.name == p.field_name, "field",
+                f"the lt plan is decided over {p.field_name}: build the code over it", f.name)
+        return LTJobCode(self.code_layout(p), f, scheme_code(p))
+
+    def covered(self, placement: Placement, finished: Sequence[int]) -> bool:
+        """Whether the finishers' stored rows together decode."""
+        return finishers_decode(placement.params, finished)
+
+    def reducer_rows(self, book: UnicastBook, idx: int, known: set[int]
+                     ) -> tuple[list[int], list[int]]:
+        return lt_unicasts(book, idx, known)
+
+    # --- the model -----------------------------------------------------------------------
+    def check_model_sizes(self, p: CodedParams) -> None:
+        """``r = m K / q`` in ``C(K, mu q)`` equal batches (the model counts stored rows)."""
+        super().check_model_sizes(p)
+        require(p.r % p.n_batches == 0, "m",
+                f"r = m K/q must split into C(K, mu q) = {p.n_batches} equal batches", p.m)
+
+    def check_model_extra(self, p: CodedParams, eps: float | None, c: float,
+                          delta: float) -> None:
+        """``m <= LT_MAX_M``, ``c > 0``, ``0 < delta < 1``, ``eps >= 0``, ``m (1 + eps) <= r``."""
+        require(p.m <= LT_MAX_M, "m", f"the LT degree distribution needs m <= {LT_MAX_M}",
+                p.m)
+        require(c > 0, "c", "must be > 0", c)
+        require(0 < delta < 1, "delta", "must be in (0, 1)", delta)
+        e = self.overhead(p, eps, c, delta)
+        require(math.isfinite(e) and e >= 0, "eps", "must be a number >= 0", e)
+        require(math.ceil(p.m * (1 + e)) <= p.r, "eps",
+                f"m (1 + eps) must not exceed the r = {p.r} coded rows", e)
+
+    @staticmethod
+    def overhead(p: CodedParams, eps: float | None, c: float, delta: float) -> float:
+        """The LT overhead the model uses: ``eps``, or the robust Soliton design overhead."""
+        if eps is not None:
+            return float(eps)
+        return lt.design_overhead(p.m, c, delta)
+
+    def servers_needed(self, p: CodedParams, eps: float) -> int:
+        """First ``g >= q`` whose stored rows number ``>= ceil(m (1 + eps))`` (batch layout)."""
+        need = math.ceil(p.m * (1 + eps))
+        for g in range(p.q, p.K + 1):
+            held = p.rows_per_batch * (p.n_batches - math.comb(p.K - g, p.replication))
+            if held >= need:
+                return g
+        raise ConfigError("eps", "even all K servers do not hold m (1 + eps) coded rows", eps)
+
+    def model_terms(self, p: CodedParams, eps: float | None, c: float, delta: float,
+                    sa: float, sm: float, conv: Convention = DEFAULT_CONVENTION
+                    ) -> ModelTerms:
+        """Mean-degree encoding; peeling costs one product and one addition per edge of
+        ``ceil(m (1 + eps))`` rows; waits for the first ``g`` holding that many rows;
+        load :func:`~mpi_coded.analysis.loads.lt_load`."""
+        e = self.overhead(p, eps, c, delta)
+        rows = self.model_rows(p)
+        dbar = lt.mean_degree(p.m, c, delta)
+        edges = math.ceil(p.m * (1 + e)) * dbar
+        enc: Ops = encode_ops(rows, dbar, p.n)
+        return ModelTerms(rows=rows, encode=enc, decode_per_output=Ops(edges, edges).cost(sa, sm),
+                          decoder="peeling", servers_needed={self.servers_needed(p, e): 1.0},
+                          load=lt_load(p.K, p.q, p.mu, e), eps=e, encoder="generator")
+
+
+__all__ = [
+    "LT_C", "LT_DELTA", "LTJobCode", "LTScheme", "finishers_decode", "full_code_decodes",
+    "lt_seed", "lt_unicasts", "scheme_code", "stored_rows", "unicast_count",
+]

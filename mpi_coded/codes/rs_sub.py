@@ -1,0 +1,220 @@
+"""The RS FFT code as a sub-code of the coded job, and the cost rule that picks a path.
+
+:class:`RSSubCode` wraps :class:`mpi_coded.codes.rs_fft.RSCode` (systematic ``(n, k)``
+Reed-Solomon over GF(2^16), docs/theory.md (C.1)) in the members the coded job's
+partitions delegate to (:class:`mpi_coded.coded.code.SubCode`): ``n``, ``k``,
+:meth:`~RSSubCode.generator`, :meth:`~RSSubCode.encode_rows`, :meth:`~RSSubCode.decode`.
+It is one code with two ways to run it, chosen per call by the cost rule below (the
+delay model's "whichever is lower", docs/theory.md (B.6), in seconds):
+
+* ``rs_fft``: encoding computes the ``n - k`` parity rows by the additive FFT, erasure
+  decoding runs the FFT decoder (no matrix inversion);
+* ``generator``: ``G[rows] @ message`` with the code's own generator rows, and decoding
+  by a cached inverse of ``G[positions]`` per erasure pattern -- cheaper for very short
+  codes and few vectors.
+
+Both compute the same codewords, so encoding and decoding may take different paths.
+
+The cost rule weighs each path's operation count (:func:`~mpi_coded.codes.rs_fft.fft_encode_ops`,
+:func:`~mpi_coded.codes.rs_fft.fft_decode_ops`,
+:func:`~mpi_coded.codes.rs_fft.generator_encode_ops`,
+:func:`~mpi_coded.codes.rs_fft.generator_decode_ops`) by seconds per operation of its
+kernel, :data:`DEFAULT_SECONDS` (measured on the development machine; a calibration file,
+:mod:`mpi_coded.analysis.calibration`, holds this machine's values) plus a fixed cost per
+call.  :func:`prefer_rs` is the build-time rule of a whole partition shape: the RS code is
+used over GF(2^16) when its FFT beats the generator path for encoding or for decoding;
+otherwise the partitions keep the ``[I; Cauchy]`` generator path
+(:class:`mpi_coded.codes.cauchy.CauchyCode`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+import numpy as np
+
+from mpi_coded.codes.mds import DecoderCache
+from mpi_coded.codes.rs_fft import (
+    RSCode,
+    fft_decode_ops,
+    fft_encode_ops,
+    generator_encode_ops,
+)
+from mpi_coded.errors import ConfigError, NotDecodable
+from mpi_coded.fields import Field
+
+DEFAULT_SECONDS: Mapping[str, float] = MappingProxyType({
+    "gf2^8_matmul": 0.35e-9,
+    "gf2^16_matmul": 1.0e-9,
+    "gf2^8_inverse": 8.0e-8,
+    "gf2^16_inverse": 1.0e-7,
+    "rs_fft_encode": 5.0e-9,
+    "rs_fft_decode": 5.0e-9,
+    "call": 2.0e-5,
+})
+"""Seconds per operation of each kernel (per multiply-add for products, per ``k^3`` for an
+inverse, per counted operation of the RS FFT) and per kernel call.  Defaults measured on a
+2-core development machine; ``mpi-coded model --calibrate`` measures them here."""
+
+ENCODERS = ("systematic", "generator", "rs_fft")
+"""Encoder names in results (``systematic``: only data rows, copied)."""
+DECODERS = ("systematic", "generator", "rs_fft")
+"""Decoder names in results (``systematic``: every data row received, nothing to solve)."""
+
+
+def seconds(kernel: str, table: Mapping[str, float] | None = None) -> float:
+    """Seconds per operation of ``kernel`` (from ``table`` if it has it)."""
+    if table is not None and kernel in table:
+        return float(table[kernel])
+    return DEFAULT_SECONDS[kernel]
+
+
+def generator_encode_seconds(field: str, rows: int, k: int, vectors: int,
+                             table: Mapping[str, float] | None = None) -> float:
+    """Seconds of ``G[rows] @ message`` (``rows x k`` times ``k x vectors``)."""
+    if rows <= 0:
+        return 0.0
+    return (generator_encode_ops(rows, k, vectors) * seconds(f"{field}_matmul", table)
+            + seconds("call", table))
+
+
+def generator_decode_seconds(field: str, k: int, vectors: int, cached: bool = False,
+                             table: Mapping[str, float] | None = None) -> float:
+    """Seconds of decoding ``vectors`` columns by an inverse (computed unless ``cached``)."""
+    inv = 0.0 if cached else k**3 * seconds(f"{field}_inverse", table)
+    return inv + k * k * vectors * seconds(f"{field}_matmul", table) + seconds("call", table)
+
+
+def fft_encode_seconds(n: int, k: int, vectors: int,
+                       table: Mapping[str, float] | None = None) -> float:
+    """Seconds of the FFT parity of ``vectors`` columns."""
+    return fft_encode_ops(n, k, vectors) * seconds("rs_fft_encode", table) + seconds("call", table)
+
+
+def fft_decode_seconds(n: int, k: int, vectors: int,
+                       table: Mapping[str, float] | None = None) -> float:
+    """Seconds of FFT erasure decoding of ``vectors`` columns (one pattern)."""
+    return fft_decode_ops(n, k, vectors) * seconds("rs_fft_decode", table) + seconds("call", table)
+
+
+def prefer_rs(n: int, k: int, encode_vectors: int, decode_vectors: int,
+              table: Mapping[str, float] | None = None) -> bool:
+    """Whether partitions of shape ``(n, k)`` over GF(2^16) use the RS code (FFT paths
+    available) rather than the ``[I; Cauchy]`` generator path: the FFT is cheaper for the
+    parity of ``encode_vectors`` columns (against all ``n - k`` parity rows by generator) or
+    for decoding ``decode_vectors`` columns with all data rows erased that can be."""
+    if not 1 <= k < n <= 1 << 16:
+        return False
+    p = n - k
+    enc = fft_encode_seconds(n, k, encode_vectors, table) < generator_encode_seconds(
+        "gf2^16", p, k, encode_vectors, table)
+    dec = fft_decode_seconds(n, k, decode_vectors, table) < generator_decode_seconds(
+        "gf2^16", k, decode_vectors, table=table)
+    return enc or dec
+
+
+class RSSubCode:
+    """``(n, k)`` systematic RS code over GF(2^16) with FFT and generator paths (module
+    docstring); ``last_encoder`` / ``last_decoder`` name the path of the latest call."""
+
+    def __init__(self, field: Field, n: int, k: int,
+                 table: Mapping[str, float] | None = None) -> None:
+        if field.name != "gf2^16":
+            raise ConfigError("field", "the RS FFT code works over gf2^16", field.name)
+        self.field = field
+        self.n = n
+        self.k = k
+        self.rs = RSCode(n, k)
+        self.table = table
+        self._G: np.ndarray | None = None
+        self._decoders: DecoderCache | None = None
+        self.last_encoder = "systematic"
+        self.last_decoder = "systematic"
+
+    def __repr__(self) -> str:
+        return f"RSSubCode(n={self.n}, k={self.k})"
+
+    def generator(self) -> np.ndarray:
+        """The ``n x k`` generator ``[I; P]`` (computed on first use)."""
+        if self._G is None:
+            self._G = self.rs.generator()
+        return self._G
+
+    # --- encoding ------------------------------------------------------------------------
+    def encode_cost(self, parity_rows: int, vectors: int) -> tuple[float, float]:
+        """``(fft, generator)`` seconds to produce ``parity_rows`` parity rows of ``vectors``
+        columns."""
+        if parity_rows == 0:
+            return 0.0, 0.0
+        return (fft_encode_seconds(self.n, self.k, vectors, self.table),
+                generator_encode_seconds("gf2^16", parity_rows, self.k, vectors, self.table))
+
+    def parity(self, message: np.ndarray, chunk: int = 2048) -> np.ndarray:
+        """All ``n - k`` parity rows of ``message`` (``k x w``) by the FFT, ``chunk`` columns
+        at a time (bounded scratch memory)."""
+        msg = np.asarray(message, dtype=np.uint16)
+        w = msg.shape[1]
+        if w <= chunk:
+            return self.rs.parity(np.ascontiguousarray(msg))
+        out = np.empty((self.n - self.k, w), dtype=np.uint16)
+        for a in range(0, w, chunk):
+            out[:, a:a + chunk] = self.rs.parity(np.ascontiguousarray(msg[:, a:a + chunk]))
+        return out
+
+    def encode_rows(self, positions: Sequence[int] | np.ndarray, message: np.ndarray
+                    ) -> np.ndarray:
+        """Coded rows ``positions`` of ``message`` (``k x w``): data rows copied, parity rows
+        by the FFT or by generator rows, whichever the cost rule finds cheaper."""
+        pos = np.asarray(positions, dtype=np.int64)
+        msg = np.asarray(message, dtype=np.uint16)
+        out = np.empty((len(pos), msg.shape[1]), dtype=np.uint16)
+        data = pos < self.k
+        out[data] = msg[pos[data]]
+        par = np.nonzero(~data)[0]
+        if len(par) == 0:
+            self.last_encoder = "systematic"
+            return out
+        fft, gen = self.encode_cost(len(np.unique(pos[par])), msg.shape[1])
+        if fft < gen:
+            out[par] = self.parity(msg)[pos[par] - self.k]
+            self.last_encoder = "rs_fft"
+        else:
+            out[par] = self.field.matmul(self.generator()[pos[par]], msg)
+            self.last_encoder = "generator"
+        return out
+
+    # --- decoding ------------------------------------------------------------------------
+    def decode_cost(self, positions: Sequence[int], vectors: int) -> tuple[float, float]:
+        """``(fft, generator)`` seconds to decode ``vectors`` columns from ``positions``."""
+        key = tuple(sorted(int(x) for x in positions))
+        cached = self._decoders is not None and key in self._decoders._inv
+        return (fft_decode_seconds(self.n, self.k, vectors, self.table),
+                generator_decode_seconds("gf2^16", self.k, vectors, cached, self.table))
+
+    def decode(self, positions: Sequence[int] | np.ndarray, values: np.ndarray) -> np.ndarray:
+        """The ``k x w`` message from ``k`` coded values (``values[j]`` is row
+        ``positions[j]``), by the FFT decoder or a cached inverse, whichever is cheaper;
+        :class:`~mpi_coded.errors.NotDecodable` if the positions do not suffice."""
+        pos = np.asarray(positions, dtype=np.int64)
+        if len(pos) != self.k or len(set(pos.tolist())) != self.k or (
+                len(pos) and (pos.min() < 0 or pos.max() >= self.n)):
+            raise NotDecodable(f"need {self.k} distinct coded rows in [0, {self.n}), "
+                               f"got {len(pos)}")
+        vals = np.asarray(values, dtype=np.uint16)
+        order = np.argsort(pos, kind="stable")
+        pos, vals = pos[order], vals[order]
+        if pos[-1] < self.k:  # the data rows themselves
+            self.last_decoder = "systematic"
+            return np.array(vals, dtype=np.uint16)
+        fft, gen = self.decode_cost(pos.tolist(), vals.shape[1])
+        if fft < gen:
+            self.last_decoder = "rs_fft"
+            try:
+                return self.rs.decode(pos, np.ascontiguousarray(vals))
+            except ConfigError as exc:
+                raise NotDecodable(str(exc)) from None
+        if self._decoders is None:
+            self._decoders = DecoderCache(self.field, self.generator())
+        self.last_decoder = "generator"
+        return self.field.matmul(self._decoders.inverse(pos.tolist()), vals)

@@ -1,0 +1,155 @@
+"""Collecting one attempt of an elastic step: answers in, late answers recognised.
+
+The master tests the posted header receives of *every* machine with one
+``Testsome``: machines of the current attempt answer it; any other machine may
+only be delivering a late answer to an earlier step or attempt (a machine
+re-planned away, cut off, or a suspect), which is counted and dropped after
+its payload is received (so the sender never blocks on it) and reported to
+``on_late`` (a late META still tells the master the machine is alive and how
+fast it was).
+
+``S = 0``: the attempt is complete when every planned machine has sent RESULT
+and META.  ``S > 0``: when every non-empty row set has answers (PART) from
+``L`` of its machines; METAs that arrived are kept, the others come late.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.cec.plan import StepPlan
+from mpi_coded.runtime.cec.tasks import split_aux
+from mpi_coded.runtime.core import records
+from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.peers import Peers
+from mpi_coded.runtime.core.wait import POLICY, DeadlineExceeded
+
+ANSWERS = {P.Kind.RESULT, P.Kind.META, P.Kind.PART}
+
+
+def attempt_of(h: P.Header) -> int:
+    return split_aux(h.aux)[0] if h.kind == P.Kind.PART else h.aux
+
+
+@dataclass
+class Attempt:
+    """What one attempt of a step has collected."""
+
+    plan: StepPlan
+    step: int
+    attempt: int
+    per_set: bool
+    results: dict[int, np.ndarray] = field(default_factory=dict)  # S = 0
+    parts: dict[int, dict[int, np.ndarray]] = field(default_factory=dict)  # S > 0: f -> n -> y
+    metas: dict[int, dict[str, float]] = field(default_factory=dict)
+    delivered: dict[int, int] = field(default_factory=dict)  # rows answered per machine
+
+    def __post_init__(self) -> None:
+        self.owed = {n: 0 for n in self.plan.available}  # non-empty sets per machine
+        self.set_machines: dict[int, tuple[int, ...]] = {}
+        self.set_size: dict[int, int] = {}
+        for f, (rs, (a, b)) in enumerate(zip(self.plan.sets, self.plan.set_ranges)):
+            if b > a:
+                self.set_machines[f] = tuple(rs.machines)
+                self.set_size[f] = int(b) - int(a)
+                for n in rs.machines:
+                    self.owed[n] += 1
+
+    def finished(self, n: int) -> bool:
+        """``n`` has delivered everything it was asked for."""
+        if self.per_set:
+            return n in self.metas or \
+                sum(1 for f in self.parts if n in self.parts[f]) == self.owed[n]
+        return n in self.results and n in self.metas
+
+    def complete(self) -> bool:
+        if self.per_set:
+            return all(len(self.parts.get(f, {})) >= self.plan.L for f in self.set_machines)
+        return all(self.finished(n) for n in self.plan.available)
+
+    def missing(self) -> list[int]:
+        """Machines the attempt still waits for."""
+        if not self.per_set:
+            return [n for n in self.plan.available if not self.finished(n)]
+        out: set[int] = set()
+        for f, ms in self.set_machines.items():
+            if len(self.parts.get(f, {})) < self.plan.L:
+                out |= {n for n in ms if n not in self.parts.get(f, {})}
+        return sorted(out)
+
+    def take(self, h: P.Header, payload: np.ndarray | None, name: Callable[[int], str]) -> None:
+        n = h.source
+        if n not in self.owed:
+            raise P.WireError(f"{h.kind.name} (step {h.step}) from {name(n)}, which has no "
+                              f"task in step {self.step} attempt {self.attempt}")
+        if h.kind == P.Kind.META:
+            self.metas[n] = records.TASK_META.unpack(payload, n)
+            return
+        if payload is None:
+            raise P.WireError(f"{h.kind.name} from {name(n)} has no payload")
+        if h.kind == P.Kind.RESULT and not self.per_set:
+            self.results[n] = payload
+            self.delivered[n] = int(payload.shape[0])
+            return
+        if h.kind == P.Kind.PART and self.per_set:
+            f = split_aux(h.aux)[1]
+            if n not in self.set_machines.get(f, ()) or payload.shape != (self.set_size[f],):
+                raise P.WireError(f"PART for row set {f} from {name(n)} does not fit the plan")
+            self.parts.setdefault(f, {})[n] = payload
+            self.delivered[n] = self.delivered.get(n, 0) + self.set_size[f]
+            return
+        raise P.WireError(f"unexpected {h.kind.name} from {name(n)} in step {self.step}")
+
+
+def collect(links: Peers, machines: Sequence[int], att: Attempt, *, soft: float, hard: float,
+            on_late: Callable[[P.Header, np.ndarray | None], None]) -> list[int]:
+    """Collect ``att`` until complete (returns ``[]``) or ``soft`` (returns who is missing)."""
+    backoff = POLICY.backoff(active=True)
+    key = (att.step, att.attempt)
+    name = lambda n: links.name([n])  # noqa: E731
+    while not att.complete():
+        reqs = [links.inbox[r].request() for r in machines]
+        ready = MPI.Request.Testsome(reqs)
+        if ready:
+            for i in ready:
+                h, payload = links.inbox[machines[i]].take(ANSWERS, None, hard)
+                if (h.step, attempt_of(h)) < key:
+                    links.dropped += 1
+                    on_late(h, payload)
+                    continue
+                if (h.step, attempt_of(h)) != key:
+                    raise P.WireError(f"{h.kind.name} for step {h.step} from {name(h.source)} "
+                                      f"during step {att.step}")
+                att.take(h, payload, name)
+            backoff.reset()
+            continue
+        now = time.monotonic()
+        if now > soft:
+            return att.missing()
+        if now > hard:
+            raise DeadlineExceeded(f"timed out waiting for step {att.step} results from "
+                                   f"{links.name(att.missing())}")
+        backoff.sleep()
+    return []
+
+
+def drain(links: Peers, machines: Sequence[int], before: tuple[int, int],
+          on_late: Callable[[P.Header, np.ndarray | None], None], hard: float) -> None:
+    """Take the late answers that have already arrived (never waits)."""
+    while True:
+        reqs = [links.inbox[r].request() for r in machines]
+        ready = MPI.Request.Testsome(reqs)
+        if not ready:
+            return
+        for i in ready:
+            h, payload = links.inbox[machines[i]].take(ANSWERS, None, hard)
+            if (h.step, attempt_of(h)) >= before:
+                raise P.WireError(f"{h.kind.name} for step {h.step} from "
+                                  f"{links.name([h.source])} arrived between steps")
+            links.dropped += 1
+            on_late(h, payload)

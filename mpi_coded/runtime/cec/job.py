@@ -1,0 +1,19 @@
+"""Entry point of ``mpi-coded run cec`` once the config is valid."""
+
+from __future__ import annotations
+
+from mpi_coded.cec.config import CECConfig
+from mpi_coded.faults import Fault, check_steps
+from mpi_coded.runtime.cec.machine import machine_main
+from mpi_coded.runtime.cec.master import master_main
+from mpi_coded.runtime.core.run import launch
+
+
+def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
+        first: int = 1) -> int:
+    check_steps(faults, len(cfg.availability()))  # bad input: before any MPI traffic
+    return launch(cfg.world_size,
+                  f"N+1 = {cfg.world_size} (a master and N={cfg.N} machines)",
+                  cfg.wait,
+                  lambda comm, phase: master_main(cfg, comm, phase, out, first, faults),
+                  lambda comm, phase: machine_main(cfg, comm, phase, faults))

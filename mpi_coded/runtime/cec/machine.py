@@ -1,0 +1,273 @@
+"""A storage machine of the elastic job (MPI rank ``n`` = machine ``n``).
+
+Setup: receive the coded block ``X~_n`` once, warm the field up, report READY
+(with the host name).  Then obey the master:
+
+* TASK (the row sets, :mod:`mpi_coded.runtime.cec.tasks`) and
+  ``w_t``: compute ``X~_n[a:b] w_t`` for each range *in place* (a view of the
+  block, one product per range into a preallocated output) under the throttle
+  (a row at true speed ``s`` takes ``t_row / s`` seconds,
+  :mod:`mpi_coded.cec.scenario`).  With ``S = 0`` adjacent ranges are merged
+  and one RESULT carries them all; with ``S > 0`` each row set is computed and
+  sent (PART) as soon as it is done.  Between sets and during the throttle's
+  sleep the machine checks its inbox: a CUT for this step and attempt stops it.
+  Then META (a ``TASK_META`` record) reports what was done.
+* IDLE: compute nothing and wait politely (idle CPU and wall time measured).
+* CUT for a step already finished: ignored.  STOP: send STATS.
+
+``workload = "linreg"`` (:mod:`mpi_coded.cec.workloads`): the machine also
+stores a coded block of ``X^T``; step ``t`` is two products, on the wire as
+steps ``2t - 1`` (``X w``, the block of ``X``) and ``2t`` (``X^T z``).
+
+Uncoded baseline (``policy = "uncoded"``, :mod:`mpi_coded.cec.uncoded`): no
+coded block; the machine stores the rows ``[a, b)`` of ``X`` it owns.  MOVES
+gives its new range and the moves involving it: it sends the rows it gives
+away (ROWS, straight from its store) to their new owners, receives the rows it
+takes over (from other machines or the master), keeps the overlap, and
+acknowledges.  IDLE drops the store (a preempted machine's memory is
+reclaimed).  TASK ranges are then rows of ``X``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.cec.compute import range_product
+from mpi_coded.cec.config import CECConfig
+from mpi_coded.cec.scenario import true_speeds
+from mpi_coded.faults import Fault
+from mpi_coded.fields import get_field
+from mpi_coded.runtime.cec.tasks import merged_ranges, part_aux
+from mpi_coded.runtime.core import records
+from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.faults import at_phase
+from mpi_coded.runtime.core.guard import Phase
+from mpi_coded.runtime.core.inbox import Inbox, Msg
+from mpi_coded.runtime.core.peers import MasterLink
+from mpi_coded.runtime.core.wait import deadline_in, sleep_until, wait_all
+
+ORDERS = {P.Kind.TASK, P.Kind.IDLE, P.Kind.STOP, P.Kind.CUT, P.Kind.MOVES}
+
+
+class Machine:
+    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:
+        self.cfg, self.comm, self.faults = cfg, comm, faults
+        self.rank = comm.Get_rank()
+        self.field = get_field(cfg.field)
+        self.master = MasterLink(comm)
+        self.schedule = cfg.availability()
+        self.pending: deque[Msg] = deque()
+        self.out = self.field.zeros(cfg.rows_per_block)
+        self.block = self.field.zeros((0, cfg.cols))  # coded block, or uncoded rows of X
+        self.base = 0  # row of X (uncoded) of the store's first row
+        self.uncoded = cfg.policy == "uncoded"
+        self.peers: dict[int, Inbox] = {}
+        self.per_step = 2 if cfg.workload == "linreg" else 1
+        self.blocks: list[np.ndarray] = []  # linreg: [block of X, block of X^T]
+
+    def real_step(self, vstep: int) -> int:
+        """The job's step of a wire step (linreg: two wire steps per step)."""
+        return (vstep + self.per_step - 1) // self.per_step
+
+    def speed(self, step: int) -> float:
+        avail = self.schedule[step - 1] if step <= len(self.schedule) else ()
+        return float(true_speeds(self.cfg, self.faults, step, avail)[self.rank])
+
+    def next_order(self, kinds: set[P.Kind] = ORDERS, step: int | None = None,
+                   what: str = "the master's next order") -> Msg:
+        if self.pending:
+            msg = self.pending.popleft()
+            h = msg[0]
+            if h.kind not in kinds or (step is not None and h.step != step):
+                raise P.WireError(f"unexpected {h.kind.name} (step {h.step}) from the master "
+                                  f"while waiting for {what}")
+            return msg
+        return self.master.recv(kinds, step, self.cfg.timeout_s, what)
+
+    def cut(self, step: int, attempt: int) -> bool:
+        """Whether a CUT for (step, attempt) has arrived (never blocks; keeps other orders)."""
+        while True:
+            msg = self.master.inbox.test(ORDERS | {P.Kind.VECTOR}, None,
+                                         deadline_in(self.cfg.timeout_s))
+            if msg is None:
+                return False
+            h = msg[0]
+            if h.kind == P.Kind.CUT:
+                if (h.step, h.aux) == (step, attempt):
+                    return True
+                continue  # a CUT for an attempt already over
+            self.pending.append(msg)
+
+    def product(self, a: int, b: int, off: int, w: np.ndarray) -> None:
+        """``out[off:off + b - a] = X~_n[a:b] w``, the block's rows as a view, no copy."""
+        range_product(self.field, self.block, a, b, w, self.out[off:], self.base)
+
+    def moves(self, step: int, table: np.ndarray | None) -> None:
+        """Carry out the uncoded baseline's moves of ``step`` and acknowledge them."""
+        cfg = self.cfg
+        if table is None or table.ndim != 2 or table.shape[1] != 4 or table.shape[0] < 1:
+            raise P.WireError(f"MOVES for step {step} has no (k, 4) table")
+        _, _, a, b = (int(v) for v in table[0])
+        old, base = self.block, self.base
+        new = self.field.zeros((b - a, cfg.cols))
+        lo, hi = max(a, base), min(b, base + old.shape[0])
+        if hi > lo:
+            new[lo - a: hi - a] = old[lo - base: hi - base]
+        reqs: list[MPI.Request] = []
+        moves = [tuple(int(v) for v in m) for m in table[1:]]
+        for src, dst, s0, s1 in moves:
+            if src == self.rank:
+                if s0 < base or s1 > base + old.shape[0]:
+                    raise P.WireError(f"step {step}: asked to send rows {s0}..{s1} not stored")
+                reqs += P.isend(self.comm, dst, P.Kind.ROWS, step, old[s0 - base: s1 - base],
+                                aux=s0)
+        for src, dst, s0, s1 in moves:
+            if dst != self.rank:
+                continue
+            box = self.master.inbox if src == 0 else \
+                self.peers.setdefault(src, Inbox(self.comm, src))
+            h, rows = box.recv({P.Kind.ROWS}, step, deadline_in(cfg.timeout_s),
+                               f"rows {s0}..{s1} of X from rank {src}")
+            if h.aux != s0 or rows is None or rows.shape != (s1 - s0, cfg.cols) or \
+                    not a <= s0 <= s1 <= b:
+                raise P.WireError(f"step {step}: rows from rank {src} do not fit {s0}..{s1}")
+            new[s0 - a: s1 - a] = rows
+        wait_all(reqs, deadline_in(cfg.timeout_s), f"step {step} rows to be delivered")
+        self.block, self.base = new, a
+        self.master.send(P.Kind.MOVES, step, timeout=cfg.timeout_s)
+
+    def task(self, step: int, attempt: int, table: np.ndarray, w: np.ndarray) -> int:
+        """Compute, throttle and answer one TASK; returns the rows computed."""
+        cfg = self.cfg
+        per_set = cfg.S > 0
+        pieces = [(int(f), int(a), int(b)) for f, a, b in table.tolist()] if per_set else \
+            [(-1, a, b) for a, b in merged_ranges(table)]
+        planned = sum(b - a for _, a, b in pieces)
+        per_row = cfg.t_row / self.speed(self.real_step(step))
+        reqs: list[MPI.Request] = []
+        compute_s = sleep_s = busy_s = 0.0
+        done = off = 0
+        cut = False
+        t0 = time.perf_counter()
+        for f, a, b in pieces:
+            if per_set and self.cut(step, attempt):
+                cut = True
+                break
+            c0 = time.perf_counter()
+            self.product(a, b, off, w)
+            c1 = time.perf_counter()
+            compute_s += c1 - c0
+            if per_set:
+                interrupted = sleep_until(t0 + (done + b - a) * per_row,
+                                          lambda: self.cut(step, attempt))
+                sleep_s += time.perf_counter() - c1
+                if interrupted:
+                    cut = True
+                    break
+                reqs += self.master.isend(P.Kind.PART, step, self.out[off: off + b - a],
+                                          aux=part_aux(attempt, f))
+            done += b - a
+            off += b - a
+            busy_s = time.perf_counter() - t0
+        if not per_set:
+            c1 = time.perf_counter()
+            cut = sleep_until(t0 + planned * per_row, lambda: self.cut(step, attempt))
+            sleep_s = time.perf_counter() - c1
+            busy_s = time.perf_counter() - t0
+            if not cut:
+                reqs += self.master.isend(P.Kind.RESULT, step, self.out[:done], aux=attempt)
+            else:  # stopped inside the throttle: no sample of this machine's speed
+                busy_s = 0.0
+        meta = records.TASK_META.pack(compute_s=compute_s, sleep_s=sleep_s,
+                                      target_s=planned * per_row, rows=done, busy_s=busy_s,
+                                      rows_planned=planned, cut=float(cut),
+                                      speed=self.speed(self.real_step(step)))
+        reqs += self.master.isend(P.Kind.META, step, meta, aux=attempt)
+        wait_all(reqs, deadline_in(cfg.timeout_s), f"the master to take step {step}'s result")
+        return done
+
+    def run(self, phase: Phase) -> None:
+        cfg = self.cfg
+        phase.set("setup")
+        at_phase(self.faults, self.comm, "setup", None)
+        self.field.warm_up()
+        if not self.uncoded:
+            _, block = self.master.recv({P.Kind.BLOCK}, 0, cfg.timeout_s,
+                                        "the coded block from the master")
+            if block is None or block.shape != (cfg.rows_per_block, cfg.cols):
+                raise P.WireError("coded block has shape "
+                                  f"{None if block is None else block.shape}, "
+                                  f"expected {(cfg.rows_per_block, cfg.cols)}")
+            self.block = block
+            if self.per_step == 2:
+                _, block_t = self.master.recv({P.Kind.BLOCK}, 1, cfg.timeout_s,
+                                              "the coded block of X^T from the master")
+                rt = -(-cfg.cols // cfg.L)
+                if block_t is None or block_t.shape != (rt, cfg.rows):
+                    raise P.WireError("coded block of X^T has the wrong shape")
+                self.blocks = [block, block_t]
+                self.out = self.field.zeros(max(cfg.rows_per_block, rt))
+        else:
+            self.out = self.field.zeros(cfg.rows)
+        self.master.ready(cfg.timeout_s)
+
+        idle_wall = idle_cpu = 0.0
+        idle_since: tuple[float, float] | None = None
+        rows_done: dict[int, int] = {}
+        idle_steps: list[int] = []
+        while True:
+            phase.set("wait")
+            h, payload = self.next_order()
+            if h.kind == P.Kind.CUT:
+                continue  # the step it stops is already answered
+            if idle_since is not None:
+                idle_wall += time.perf_counter() - idle_since[0]
+                idle_cpu += time.process_time() - idle_since[1]
+                idle_since = None
+            if h.kind == P.Kind.STOP:
+                phase.set("stop")
+                steps = sorted(set(rows_done) | set(idle_steps))
+                stats = records.IDLE_STATS.pack(wall_s=idle_wall, cpu_s=idle_cpu,
+                                                idle_steps=len(idle_steps))
+                table = np.array([[t, rows_done.get(t, 0), 1 if t in idle_steps else 0]
+                                  for t in steps], dtype=np.int64).reshape(-1, 3)
+                self.master.send(P.Kind.STATS, h.step, stats, timeout=cfg.timeout_s)
+                self.master.send(P.Kind.STATS, h.step, table, timeout=cfg.timeout_s)
+                return
+            if h.kind == P.Kind.MOVES:
+                phase.set("moves", h.step)
+                self.moves(h.step, payload)
+                continue
+            if h.kind == P.Kind.IDLE:
+                if self.uncoded:  # reclaimed: its rows are gone
+                    self.block, self.base = self.field.zeros((0, cfg.cols)), 0
+                idle_steps.append(self.real_step(h.step))
+                idle_since = (time.perf_counter(), time.process_time())
+                continue
+            step, attempt = h.step, h.aux
+            real = self.real_step(step)
+            phase.set("step", real)
+            at_phase(self.faults, self.comm, "step", real)
+            if self.blocks:
+                self.block = self.blocks[(step - 1) % 2]
+            if payload is None or payload.ndim != 2 or \
+                    payload.shape[1] != (3 if cfg.S > 0 else 2):
+                raise P.WireError(f"TASK for step {step} has no (k, {3 if cfg.S > 0 else 2}) "
+                                  "row-set table")
+            if payload.size and (payload[:, -2].min() < self.base or
+                                 payload[:, -1].max() > self.base + self.block.shape[0] or
+                                 (payload[:, -1] < payload[:, -2]).any()):
+                raise P.WireError(f"row ranges out of bounds: {payload.tolist()}")
+            _, w = self.next_order({P.Kind.VECTOR}, step, "w_t")
+            if w is None or w.shape != (self.block.shape[1],):
+                raise P.WireError(f"w_t for step {step} has the wrong shape")
+            rows_done[real] = rows_done.get(real, 0) + self.task(step, attempt, payload, w)
+
+
+def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase,
+                 faults: tuple[Fault, ...] = ()) -> None:
+    Machine(cfg, comm, faults).run(phase)

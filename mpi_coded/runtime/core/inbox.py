@@ -1,0 +1,70 @@
+"""The next message from one peer, received without blocking.
+
+An inbox keeps one header receive posted for its peer.  A rank that computes
+in chunks tests it between chunks, so an order to stop is seen at the next
+chunk boundary without blocking or spinning; a master collecting from many
+peers hands all their posted requests to one ``Testsome``
+(:class:`mpi_coded.runtime.core.peers.Peers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.runtime.core import wire
+from mpi_coded.runtime.core.wait import poll_until
+
+Msg = tuple[wire.Header, np.ndarray | None]
+
+
+class Inbox:
+    """One posted header receive from ``source``; reposted after each message."""
+
+    def __init__(self, comm: MPI.Comm, source: int) -> None:
+        self.comm = comm
+        self.source = source
+        self._req: MPI.Request | None = None
+        self._buf: np.ndarray | None = None
+
+    def request(self) -> MPI.Request:
+        """The posted header receive (posted now if none is)."""
+        if self._req is None:
+            self._req, self._buf = wire.post_header(self.comm, self.source)
+        return self._req
+
+    def take(self, expect: Collection[wire.Kind], step: int | None, deadline: float) -> Msg:
+        """The message whose header receive has completed: check it, receive its payload."""
+        assert self._buf is not None
+        buf = self._buf
+        self._req = self._buf = None
+        h = wire.parse_header(buf, self.source, expect, step)
+        return h, wire.recv_payload(self.comm, h, deadline)
+
+    def test(self, expect: Collection[wire.Kind], step: int | None, deadline: float
+             ) -> Msg | None:
+        """The next message if it has arrived, else ``None`` (never blocks)."""
+        if not self.request().Test():
+            return None
+        return self.take(expect, step, deadline)
+
+    def recv(self, expect: Collection[wire.Kind], step: int | None, deadline: float,
+             what: str) -> Msg:
+        """Wait politely for the next message."""
+        got: list[Msg] = []
+
+        def test() -> bool:
+            r = self.test(expect, step, deadline)
+            if r is not None:
+                got.append(r)
+            return bool(got)
+
+        poll_until(test, deadline, what)
+        return got[0]
+
+    def cancel(self) -> None:
+        if self._req is not None:
+            self._req.Cancel()
+            self._req = self._buf = None

@@ -1,0 +1,155 @@
+"""The master's peers: one inbox and a host name each; collection with deadlines.
+
+Both jobs' masters talk to their workers through :class:`Peers`:
+
+* :meth:`Peers.handshake` takes every worker's READY (which carries its host
+  name, so every later error names ``rank R (host)``);
+* :meth:`Peers.collect` gathers, from many peers at once, each one's next
+  messages of given kinds, testing all outstanding header receives with one
+  ``Testsome``; answers the caller declares *stale* (a late answer to an
+  earlier step or attempt) are counted and dropped; a *soft* deadline returns
+  who is missing, the *hard* one raises naming them;
+* :meth:`Peers.order` sends one order to many and waits for delivery.
+
+The worker side is :class:`MasterLink`: its inbox from the master, READY with
+the host name, and sends that wait politely for delivery.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.runtime.core import wire
+from mpi_coded.runtime.core.inbox import Inbox, Msg
+from mpi_coded.runtime.core.wait import POLICY, DeadlineExceeded, deadline_in, wait_all
+
+MASTER = 0
+
+
+def _host_bytes() -> np.ndarray:
+    return np.frombuffer(socket.gethostname().encode()[:200], dtype=np.uint8)
+
+
+class Peers:
+    """The master's links to ``ranks``; ``label(rank)`` names a rank in messages."""
+
+    def __init__(self, comm: MPI.Comm, ranks: Sequence[int],
+                 label: Callable[[int], str] = lambda r: f"rank {r}") -> None:
+        self.comm = comm
+        self.ranks = list(ranks)
+        self.inbox = {r: Inbox(comm, r) for r in self.ranks}
+        self.host = {r: "?" for r in self.ranks}
+        self.label = label
+        self.dropped = 0
+
+    def name(self, who: Iterable[int]) -> str:
+        """``rank 3 (host), ...`` (or the job's own label) for error messages."""
+        return ", ".join(f"{self.label(r)} ({self.host[r]})" for r in sorted(who))
+
+    def send(self, who: Iterable[int], kind: wire.Kind, step: int,
+             arr: np.ndarray | None = None, aux: int = 0) -> list[MPI.Request]:
+        """Start sending the same message to each of ``who``."""
+        reqs: list[MPI.Request] = []
+        for r in who:
+            reqs += wire.isend(self.comm, r, kind, step, arr, aux)
+        return reqs
+
+    def order(self, who: Iterable[int], kind: wire.Kind, step: int, aux: int,
+              timeout: float) -> None:
+        """Send an order to each of ``who`` and wait until it is delivered."""
+        wait_all(self.send(who, kind, step, aux=aux), deadline_in(timeout),
+                 f"{kind.name} to be delivered")
+
+    def collect(self, who: Sequence[int], kinds: Sequence[wire.Kind], step: int, *,
+                hard: float, what: str, soft: float | None = None, aux: int | None = None,
+                stale: Callable[[int, wire.Header], bool] | None = None,
+                until: Callable[[dict[int, list[Msg]]], bool] | None = None,
+                ) -> tuple[dict[int, list[Msg]], list[int]]:
+        """Each peer's next ``len(kinds)`` messages (in that order) for ``step``.
+
+        Returns ``(got, missing)``; ``got`` lists peers in the order their first
+        message arrived.  Stops early when ``until(got)`` holds (peers with a
+        complete answer), returns at ``soft`` with the peers still missing, and
+        raises :class:`DeadlineExceeded` naming them at ``hard``.  A message
+        for which ``stale(rank, header)`` is true is dropped and counted.  Any
+        other message of the wrong kind, step or ``aux`` is a wire error.
+        """
+        got: dict[int, list[Msg]] = {}
+        allowed = set(wire.Kind)  # checked below, after the stale filter
+        backoff = POLICY.backoff(active=True)
+
+        def done() -> dict[int, list[Msg]]:
+            return {r: v for r, v in got.items() if len(v) == len(kinds)}
+
+        while True:
+            pending = [r for r in who if len(got.get(r, ())) < len(kinds)]
+            if not pending or (until is not None and until(done())):
+                return got, pending
+            reqs = [self.inbox[r].request() for r in pending]
+            ready = MPI.Request.Testsome(reqs)
+            if ready:
+                for i in ready:
+                    r = pending[i]
+                    h, payload = self.inbox[r].take(allowed, None, hard)
+                    if stale is not None and stale(r, h):
+                        self.dropped += 1
+                        continue
+                    want = kinds[len(got.get(r, ()))]
+                    if h.kind != want or h.step != step or (aux is not None and h.aux != aux):
+                        raise wire.WireError(
+                            f"unexpected {h.kind.name} (step {h.step}, aux {h.aux}) from "
+                            f"{self.name([r])}; expected {want.name} (step {step}"
+                            + (f", aux {aux})" if aux is not None else ")"))
+                    got.setdefault(r, []).append((h, payload))
+                backoff.reset()
+                continue
+            now = time.monotonic()
+            if soft is not None and now > soft:
+                return got, pending
+            if now > hard:
+                raise DeadlineExceeded(f"timed out waiting for {what} from {self.name(pending)}")
+            backoff.sleep()
+
+    def handshake(self, timeout: float) -> None:
+        """Take every peer's READY and remember its host name."""
+        got, _ = self.collect(self.ranks, [wire.Kind.READY], 0, hard=deadline_in(timeout),
+                              what="READY")
+        for r, msgs in got.items():
+            payload = msgs[0][1]
+            self.host[r] = bytes(payload).decode(errors="replace") if payload is not None \
+                else "?"
+
+    def cancel(self) -> None:
+        for box in self.inbox.values():
+            box.cancel()
+
+
+class MasterLink:
+    """A worker's link to the master (rank 0)."""
+
+    def __init__(self, comm: MPI.Comm) -> None:
+        self.comm = comm
+        self.inbox = Inbox(comm, MASTER)
+
+    def send(self, kind: wire.Kind, step: int, arr: np.ndarray | None = None, aux: int = 0, *,
+             timeout: float) -> None:
+        """Send one message to the master and wait politely until it is delivered."""
+        wait_all(wire.isend(self.comm, MASTER, kind, step, arr, aux), deadline_in(timeout),
+                 f"the master to receive {kind.name} (step {step})")
+
+    def isend(self, kind: wire.Kind, step: int, arr: np.ndarray | None = None,
+              aux: int = 0) -> list[MPI.Request]:
+        return wire.isend(self.comm, MASTER, kind, step, arr, aux)
+
+    def ready(self, timeout: float) -> None:
+        """Tell the master this rank is set up, with its host name."""
+        self.send(wire.Kind.READY, 0, _host_bytes(), timeout=timeout)
+
+    def recv(self, expect: Collection[wire.Kind], step: int | None, timeout: float,
+             what: str) -> Msg:
+        return self.inbox.recv(expect, step, deadline_in(timeout), what)

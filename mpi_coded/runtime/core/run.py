@@ -1,0 +1,51 @@
+"""Launching a job: the world-size check, the guarded body, the run record.
+
+Both jobs start the same way: every rank checks, before any MPI traffic, that
+the world has the size the job needs (a wrong ``mpiexec -n`` is bad input,
+reported on every rank); rank 0 runs the master and every other rank a worker,
+inside :func:`~mpi_coded.runtime.core.guard.guarded` so an exception on one
+rank ends the whole job naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mpi4py import MPI
+
+from mpi_coded.errors import ConfigError
+from mpi_coded.results import run_context
+from mpi_coded.runtime.core.guard import Phase, guarded
+from mpi_coded.runtime.core.wait import configure
+
+
+def check_world(comm: MPI.Comm, size: int, rule: str) -> None:
+    """Raise ConfigError (on every rank) unless the world has ``size`` ranks."""
+    got = comm.Get_size()
+    if got != size:
+        raise ConfigError("mpiexec -n", f"must be {rule}", got)
+
+
+def run_record(comm: MPI.Comm) -> dict[str, Any]:
+    """Host, versions, MPI library and world size, for the results' config line."""
+    ctx = run_context()
+    ctx.update(mpi=MPI.Get_library_version().splitlines()[0].strip(),
+               world_size=comm.Get_size())
+    return ctx
+
+
+def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], int],
+           worker: Callable[[MPI.Comm, Phase], None]) -> int:
+    """Check the world, choose the waiting strategy, run master or worker guarded."""
+    comm = MPI.COMM_WORLD
+    check_world(comm, size, rule)
+    configure(wait, comm)
+
+    def body(phase: Phase) -> int:
+        if comm.Get_rank() == 0:
+            return master(comm, phase)
+        worker(comm, phase)
+        return 0
+
+    return int(guarded(body, comm))

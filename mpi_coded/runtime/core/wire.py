@@ -1,0 +1,159 @@
+"""The wire protocol: every tag and message kind lives here.
+
+A message is a fixed header of 8 int64 words, then (if ``ndim > 0``) one
+payload: a contiguous numpy array sent with buffer-based ``Isend``/``Irecv``
+(``arr.view(np.ndarray)`` for galois arrays).  Header layout::
+
+    [MAGIC, kind, step, dtype code, ndim, shape0, shape1, aux]
+
+Receivers check magic, kind, step and shape, so an unexpected or malformed
+message fails loudly instead of being misread.  Every wait is polite and has
+a deadline (:mod:`mpi_coded.runtime.core.wait`).  Statistics travel as named
+records (:mod:`mpi_coded.runtime.core.records`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.runtime.core.wait import wait_all
+
+MAGIC = 0x4D5043  # "MPC"
+HEADER_WORDS = 8
+TAG_HEADER = 11
+TAG_PAYLOAD = 12
+
+
+class Kind(enum.IntEnum):
+    """Message kinds (the header's second word)."""
+
+    BLOCK = 1  # master -> machine: its coded block X~_n (setup, once)
+    READY = 2  # machine -> master: block stored, field warmed up
+    TASK = 3  # master -> machine: row ranges (int64 (k, 2)) of this step
+    VECTOR = 4  # master -> machine: w_t
+    RESULT = 5  # machine -> master: X~_n[ranges] . w_t, ranges concatenated
+    META = 6  # machine -> master: float64 [compute_s, sleep_s, target_s, rows]
+    IDLE = 7  # master -> machine: preempted this step, compute nothing
+    STOP = 8  # master -> machine: the job is over
+    STATS = 9  # machine -> master: float64 per-machine statistics
+    PART = 10  # machine -> master: one row set's X~_n[rows] . w_t (aux: attempt and set index)
+    CUT = 11  # master -> machine: stop step ``step``, attempt ``aux``, at the next chance
+    ROWS = 12  # uncoded baseline, master/machine -> machine: rows of X from row ``aux`` on
+    MOVES = 13  # uncoded baseline: master -> machine int64 (k, 4) [src, dst, start, stop]
+    #   (first row [-1, -1, a, b]: its new rows); machine -> master: moves done (no payload)
+    # coded matrix-vector job (the BDC paper)
+    PHASE = 20  # master -> server: start phase ``aux`` (mpi_coded.coded.phases)
+    DONE = 21  # server -> master: phase ``aux`` finished, float64 statistics
+    MAP_DONE = 22  # server -> master: map finished (aux 0) or stopped early (aux 1)
+    MAP_END = 23  # master -> server: int64 [Q..., -1, extra...]
+    MULTICAST = 24  # server -> server: a coded multicast payload (aux = plan index)
+    UNICAST = 25  # server -> server: unicast values (aux = plan index)
+    OUTPUT = 26  # reducer -> master: decoded y for its outputs (m x N/q)
+    BYE = 27  # server -> master: stopping (the job may end)
+
+
+
+
+_DTYPES: dict[int, np.dtype] = {
+    1: np.dtype(np.float64),
+    2: np.dtype(np.uint8),
+    3: np.dtype(np.uint16),
+    4: np.dtype(np.int64),
+    5: np.dtype(np.uint32),
+}
+_CODES = {v: k for k, v in _DTYPES.items()}
+
+
+class WireError(RuntimeError):
+    """An unexpected or malformed message."""
+
+
+@dataclass(frozen=True)
+class Header:
+    source: int
+    kind: Kind
+    step: int
+    dtype: np.dtype | None
+    shape: tuple[int, ...]
+    aux: int
+
+
+def _header(kind: Kind, step: int, arr: np.ndarray | None, aux: int) -> np.ndarray:
+    h = np.zeros(HEADER_WORDS, dtype=np.int64)
+    h[0], h[1], h[2], h[7] = MAGIC, int(kind), step, aux
+    if arr is not None:
+        if arr.ndim > 2:
+            raise WireError(f"payload must be 1-D or 2-D, got shape {arr.shape}")
+        code = _CODES.get(arr.dtype)
+        if code is None:
+            raise WireError(f"dtype {arr.dtype} cannot be sent")
+        h[3], h[4] = code, arr.ndim
+        h[5:5 + arr.ndim] = arr.shape
+    return h
+
+
+def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
+          arr: np.ndarray | None = None, aux: int = 0) -> list[MPI.Request]:
+    """Start sending one message; returns the requests to wait for."""
+    payload = None if arr is None else np.ascontiguousarray(arr.view(np.ndarray))
+    h = _header(kind, step, payload, aux)
+    reqs = [comm.Isend(h, dest=dest, tag=TAG_HEADER)]
+    if payload is not None:
+        reqs.append(comm.Isend(payload, dest=dest, tag=TAG_PAYLOAD))
+    return reqs
+
+
+def send(comm: MPI.Comm, dest: int, kind: Kind, step: int, arr: np.ndarray | None = None,
+         aux: int = 0, *, deadline: float) -> None:
+    """Send one message and wait politely until its buffers are free."""
+    wait_all(isend(comm, dest, kind, step, arr, aux), deadline,
+             f"rank {dest} to receive {kind.name} (step {step})")
+
+
+def post_header(comm: MPI.Comm, source: int) -> tuple[MPI.Request, np.ndarray]:
+    """Post a receive for the next header from ``source``."""
+    buf = np.zeros(HEADER_WORDS, dtype=np.int64)
+    return comm.Irecv(buf, source=source, tag=TAG_HEADER), buf
+
+
+def parse_header(buf: np.ndarray, source: int, expect: Collection[Kind],
+                 step: int | None) -> Header:
+    """Check a received header against what the receiver expects."""
+    if int(buf[0]) != MAGIC:
+        raise WireError(f"malformed header from rank {source}: bad magic {int(buf[0]):#x}")
+    try:
+        kind = Kind(int(buf[1]))
+    except ValueError:
+        raise WireError(f"malformed header from rank {source}: unknown kind {int(buf[1])}") \
+            from None
+    if kind not in expect:
+        names = ", ".join(k.name for k in expect)
+        raise WireError(f"unexpected {kind.name} from rank {source} (expected {names})")
+    if step is not None and int(buf[2]) != step:
+        raise WireError(f"{kind.name} from rank {source} is for step {int(buf[2])}, "
+                        f"expected step {step}")
+    ndim = int(buf[4])
+    if ndim not in (0, 1, 2):
+        raise WireError(f"malformed header from rank {source}: ndim {ndim}")
+    dtype = _DTYPES.get(int(buf[3])) if ndim else None
+    if ndim and dtype is None:
+        raise WireError(f"malformed header from rank {source}: dtype code {int(buf[3])}")
+    shape = tuple(int(x) for x in buf[5:5 + ndim])
+    if any(s < 0 for s in shape):
+        raise WireError(f"malformed header from rank {source}: shape {shape}")
+    return Header(source, kind, int(buf[2]), dtype, shape, int(buf[7]))
+
+
+def recv_payload(comm: MPI.Comm, h: Header, deadline: float) -> np.ndarray | None:
+    """Receive the payload announced by header ``h``."""
+    if h.dtype is None:
+        return None
+    out = np.empty(h.shape, dtype=h.dtype)
+    req = comm.Irecv(out, source=h.source, tag=TAG_PAYLOAD)
+    wait_all([req], deadline, f"{h.kind.name} payload from rank {h.source}", active=True)
+    return out

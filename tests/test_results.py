@@ -1,0 +1,170 @@
+"""mpi_coded.results: the one schema module (writer, readers, typed views)."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_mpi
+from mpi_coded import results
+from mpi_coded.results import (
+    CodedConfig,
+    CodedRun,
+    ElasticConfig,
+    ElasticStep,
+    ElasticSummary,
+    ResultsWriter,
+    SchemaError,
+)
+
+CEC_CONFIG = {"kind": "config", "job": "cec", "N": 3, "L": 2, "speeds": ["1", "3/2", "2"],
+              "rows": 12, "cols": 4, "field": "float64", "policy": "heterogeneous",
+              "t_row": 0.0, "seed": 0, "schedule": [[1, 2, 3]], "host": "h"}
+CEC_STEP = {"kind": "step", "job": "cec", "step": 1, "policy": "heterogeneous",
+            "available": [1, 2, 3], "predicted_s": 0.0, "wall_s": 0.01, "verified": True,
+            "load": {"1": "1/3"}, "a_field_added_later": [1, 2]}
+CEC_SUMMARY = {"kind": "summary", "job": "cec", "steps": 1, "all_verified": True,
+               "total_wall_s": 0.01, "total_predicted_s": 0.0}
+CODED_CONFIG = {"kind": "config", "job": "coded", "scheme": "bdc", "K": 4, "q": 3,
+                "mu": "2/3", "rows_per_batch": 2, "n": 8, "N": 6, "T": 2, "field": "float64",
+                "assignment": ""}
+CODED_RUN = {"kind": "run", "job": "coded", "rep": 0, "scheme": "bdc", "K": 4, "q": 3,
+             "mu": "2/3", "rows_per_batch": 2, "m": 9, "n": 8, "N": 6, "T": 3,
+             "field": "float64", "verified": True, "Q": [0, 1, 2], "encode_s": 0.1,
+             "map_s": 0.2, "shuffle_s": 0.3, "reduce_s": 0.4, "total_s": 1.0}
+CODED_SUMMARY = {"kind": "summary", "job": "coded", "reps": 1, "all_verified": True}
+
+
+def write(path: Path, recs: list[dict], tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs) + tail)
+    return path
+
+
+def test_writer_round_trip(tmp_path):
+    out = tmp_path / "sub" / "r.jsonl"
+    w = ResultsWriter(str(out))
+    w.write({"kind": "step", "x": Fraction(1, 3), "a": np.arange(3), "f": np.float64(0.5),
+             "d": {1: np.int64(2)}})
+    w.close()
+    assert results.read_results(out) == [{"kind": "step", "x": "1/3", "a": [0, 1, 2],
+                                          "f": 0.5, "d": {"1": 2}}]
+    assert w.lines == results.read_results(out)
+
+
+def test_read_skips_blank_lines_and_a_torn_last_line(tmp_path):
+    f = write(tmp_path / "r.jsonl", [CEC_CONFIG, CEC_STEP], tail='\n{"kind": "st')
+    assert results.read_results(f) == [CEC_CONFIG, CEC_STEP]
+    lines = results.scan_results(f)
+    assert [x.number for x in lines] == [1, 2, 4]
+    assert lines[-1].torn and lines[-1].error and lines[-1].text == '{"kind": "st'
+
+
+@pytest.mark.parametrize("text", ['{"kind": "config"}\nnot json\n{"kind": "step"}\n',
+                                  '{"kind": "config"}\nnot json\n',  # complete, not torn
+                                  '[1, 2]\n'])
+def test_read_refuses_other_bad_lines(tmp_path, text):
+    f = tmp_path / "bad.jsonl"
+    f.write_text(text)
+    with pytest.raises(SchemaError, match=r"bad.jsonl: line \d"):
+        results.read_results(f)
+
+
+def test_records_filter_by_kind_and_job():
+    lines = [CEC_CONFIG, CEC_STEP, CODED_CONFIG, CODED_RUN, {"kind": "step", "step": 2}]
+    assert results.records(lines, "config") == [CEC_CONFIG, CODED_CONFIG]
+    assert results.records(lines, job="coded") == [CODED_CONFIG, CODED_RUN]
+    # lines of older runtimes without a job: the kind implies it
+    assert results.records(lines, "step", "cec") == [CEC_STEP, {"kind": "step", "step": 2}]
+    assert results.job_of({"kind": "run"}) == "coded"
+    assert results.job_of({"kind": "summary"}) is None
+
+
+def test_views_take_declared_fields_and_keep_the_rest():
+    s = ElasticStep.from_record(CEC_STEP)
+    assert (s.step, s.available, s.wall_s, s.verified) == (1, [1, 2, 3], 0.01, True)
+    assert s.replanned is False and s.late == []  # optional fields default
+    assert s.get("a_field_added_later") == [1, 2] and s.raw is CEC_STEP
+    assert "step" in ElasticStep.names() and "a_field_added_later" not in ElasticStep.names()
+    assert set(ElasticStep.required()) == {"step", "policy", "available", "predicted_s",
+                                           "wall_s", "verified"}
+    r = CodedRun.from_record(CODED_RUN)
+    assert [r.phase_s(p) for p in ("encode", "map", "shuffle", "reduce")] == [.1, .2, .3, .4]
+    assert isinstance(results.view(CODED_RUN), CodedRun)
+    assert isinstance(results.view(CODED_CONFIG), CodedConfig)
+    assert isinstance(results.view(CEC_CONFIG), ElasticConfig)
+    assert isinstance(results.view(CEC_SUMMARY), ElasticSummary)
+    fail = results.run_failed("timed out", None, "")
+    assert results.view(fail).reason == "timed out"
+
+
+def test_views_refuse_missing_fields_and_other_kinds():
+    bad = {k: v for k, v in CEC_STEP.items() if k != "wall_s"}
+    with pytest.raises(SchemaError, match="lacks wall_s"):
+        ElasticStep.from_record(bad)
+    with pytest.raises(SchemaError, match="not a cec 'step' line"):
+        ElasticStep.from_record(CODED_RUN)
+    with pytest.raises(SchemaError, match="no view"):
+        results.view({"kind": "nonsense"})
+
+
+def test_jobs_group_lines_after_their_config():
+    lines = [CEC_STEP,  # before any config: left out
+             CEC_CONFIG, CEC_STEP, {**CEC_STEP, "step": 2}, CEC_SUMMARY,
+             CODED_CONFIG, CODED_RUN, {**CODED_RUN, "rep": 1}, CODED_SUMMARY,
+             {**CEC_CONFIG, "policy": "cyclic"}]
+    cec = results.elastic_jobs(lines)
+    assert [len(j.steps) for j in cec] == [2, 0]
+    assert cec[0].summary is not None and cec[0].summary.all_verified
+    assert cec[1].config.policy == "cyclic" and cec[1].summary is None
+    coded = results.coded_jobs(lines)
+    assert len(coded) == 1 and [r.rep for r in coded[0].runs] == [0, 1]
+    assert coded[0].config.T == 2 and coded[0].summary is not None
+
+
+def test_sweep_runs_and_verdict():
+    note = results.sweep_note("S", 0, 0, {"cols": 4}, "h", {"python": "3"}, "local")
+    assert tuple(note) == results.SWEEP_KEYS
+    ok = [{**r, **note} for r in (CEC_CONFIG, CEC_STEP, CEC_SUMMARY)]
+    note1 = results.sweep_note("S", 1, 0, {"cols": 8}, "h", {}, "local")
+    failed = [{**CEC_CONFIG, **note1}, {**results.run_failed("exit status 1", 1, ""), **note1}]
+    other = [{**CEC_CONFIG, **results.sweep_note("T", 0, 0, {}, "h", {}, "local")}]
+    runs = results.sweep_runs([CEC_CONFIG, *ok, *failed, *other], "S")
+    assert [(r.run, r.params, r.failed) for r in runs] == [(0, {"cols": 4}, False),
+                                                          (1, {"cols": 8}, True)]
+    assert runs[0].summary is not None and len(runs[0].steps) == 1
+    assert len(results.sweep_runs(ok + other)) == 2
+    assert results.verdict([CEC_CONFIG, CEC_STEP, CEC_SUMMARY]) is None
+    assert results.verdict([CEC_CONFIG, CEC_STEP]) == "no summary line"
+    assert results.verdict([{**CEC_STEP, "verified": False}, CEC_SUMMARY]) == \
+        "a step did not verify"
+    assert results.verdict([CEC_STEP, {**CEC_SUMMARY, "all_verified": False}]) == \
+        "summary: all_verified is false"
+
+
+@pytest.mark.mpi
+def test_the_runtime_writes_what_the_views_read(tmp_path):
+    """Every line both jobs write has a view, and the jobs group as written."""
+    cec, coded = tmp_path / "cec.jsonl", tmp_path / "coded.jsonl"
+    r = run_mpi(7, ["run", "cec", "--t-row", "0", "--out", str(cec)], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run_mpi(5, ["run", "coded", "--scheme", "bdc", "--K", "4", "--q", "3", "--mu", "2/3",
+                    "--rows-per-batch", "2", "--n", "8", "--N", "6", "--T", "3",
+                    "--field", "float64", "--t-row", "0", "--reps", "2", "--out", str(coded)],
+                timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = results.read_results(cec) + results.read_results(coded)
+    for rec in lines:
+        results.view(rec)
+    (job,) = results.elastic_jobs(lines)
+    assert [s.step for s in job.steps] == [1, 2, 3, 4]
+    assert job.summary is not None and job.summary.all_verified
+    assert all(s.verified and s.sets for s in job.steps)
+    assert len(results.views(lines, results.ElasticSetup)) == 1
+    (cjob,) = results.coded_jobs(lines)
+    assert cjob.config.scheme == "bdc" and len(cjob.runs) == 2
+    assert all(r.verified and r.T == 3 and r.load_measured_exact for r in cjob.runs)
+    assert cjob.summary is not None and cjob.summary.all_verified
