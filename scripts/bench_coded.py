@@ -14,6 +14,20 @@ moving the very same messages without computing: scripts/p2p_throughput.py),
 ``shuffle_phase_over_p2p_throughput`` (the same with the master-observed phase,
 which also counts building the plan and noticing MAP_END), ``gf8_kernel_over_galois``
 and ``gf16_kernel_over_galois`` (speedups of the kernels over galois's matmul).
+
+Reed-Solomon codes (docs/theory.md (C.1), (C.4)) add, in the same run:
+
+- ``rs_reduce_speedup``: one unified reducer's decoding at ``m = 720`` (the ``(1080, 720)``
+  code, ``N/q = 120`` outputs, a random erasure pattern) by the RS FFT decoder against the
+  old path, a ``[I; Cauchy]`` inverse (galois) and its product;
+- a scaled paper instance (``m = n = N = --scaled-m``, default 1800, GF(2^16), no
+  throttle): unified and BDC at ``T`` = 10, 100 and rows-per-batch, each run once over
+  MPI; ``bdc_over_unified_measured`` (encode + reduce, master-observed phases) and
+  ``bdc_over_unified_model`` (the calibrated model of :mod:`mpi_coded.analysis.calibration`,
+  one server's seconds), objects keyed by ``T``; ``bdc_over_unified_measured_compute``
+  (the same from the slowest server's own encode and decode seconds, without the phases'
+  messaging) and ``scaled_phases`` (measured and predicted encode and reduce seconds, the
+  encoder and decoder that ran).
 """
 
 from __future__ import annotations
@@ -62,6 +76,76 @@ def run_scheme(tmp: Path, scheme: str, m: int, n: int, N: int, T: int, field: st
     med["messages_bytes"] = statistics.median(
         r["bytes_on_wire"] / max(1, r["multicast_values"] + r["unicast_values"]) for r in runs)
     return med
+
+
+def rs_reduce_speedup(m: int = 720, seed: int = 0) -> dict:
+    """One unified reducer's decode at ``m``: the RS FFT decoder against the old inverse path
+    (``[I; Cauchy]``, a galois inverse per erasure pattern, then its product)."""
+    from mpi_coded.codes.cauchy import CauchyCode
+    from mpi_coded.codes.rs_fft import warm_up
+    from mpi_coded.codes.rs_sub import RSSubCode
+    from mpi_coded.fields import get_field
+
+    f = get_field("gf2^16")
+    f.warm_up()
+    warm_up()
+    r, w = m * K // Q, m // Q
+    rng = np.random.default_rng(seed)
+    msg = f.random((m, w), rng)
+    pos = np.sort(rng.choice(r, size=m, replace=False))
+    timings = {}
+    for name, code in (("rs_fft", RSSubCode(f, r, m)), ("inverse", CauchyCode(f, r, m))):
+        vals = code.encode_rows(pos, msg)
+        t = time.perf_counter()
+        got = code.decode(pos, vals)
+        timings[name] = time.perf_counter() - t
+        assert np.array_equal(got, msg), f"{name} decoded wrongly"
+    return {"rs_reduce_speedup": timings["inverse"] / timings["rs_fft"],
+            "rs_reduce_s": timings["rs_fft"], "inverse_reduce_s": timings["inverse"], "m": m}
+
+
+def scaled_instance(tmp: Path, m: int, table: dict) -> dict:
+    """Unified and BDC at T = 10, 100, rows-per-batch on ``m = n = N``, GF(2^16): measured
+    encode + reduce against the calibrated model (one server's seconds per phase)."""
+    from mpi_coded.analysis.calibration import predict_seconds
+    from mpi_coded.coded.schemes import coded_params
+
+    eta = get_scheme("unified").rows_per_batch_for(K, Q, MU, m)
+    Ts = [T for T in (10, 100, eta) if m % T == 0 and (eta * 36) % T == 0]
+    phases: dict[str, dict] = {}
+    for T in [1, *Ts]:
+        scheme = "unified" if T == 1 else "bdc"
+        out = tmp / f"scaled_{scheme}_{T}.jsonl"
+        args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(Q), "--mu", MU,
+                "--rows-per-batch", str(eta), "--n", str(m), "--N", str(m),
+                "--field", "gf2^16", "--out", str(out), "--timeout", "1200"]
+        if T > 1:
+            args += ["--T", str(T)]
+        run_mpi(K + 1, args, timeout=1800)
+        rec = next(r for r in read_jsonl(out) if r["kind"] == "run")
+        p = coded_params(scheme, K, Q, MU, eta, m, m, T=T, field="gf2^16")
+        pred = predict_seconds(p, table)["per_server"]
+        phases[str(T)] = {
+            "scheme": scheme, "encode_s": rec["encode_s"], "reduce_s": rec["reduce_s"],
+            "server_encode_s": max(rec["server_encode_s"].values()),
+            "server_decode_s": max(rec["server_decode_s"].values()),
+            "model_encode_s": pred["encode"], "model_reduce_s": pred["reduce"],
+            "encoder": rec.get("encoder"), "decoder": rec.get("decoder"),
+            "verified": rec["verified"], "max_peak_rss_mb": rec.get("max_peak_rss_mb")}
+    uni = phases["1"]
+    meas = {T: (v["encode_s"] + v["reduce_s"]) / (uni["encode_s"] + uni["reduce_s"])
+            for T, v in phases.items() if T != "1"}
+    compute = {T: (v["server_encode_s"] + v["server_decode_s"])
+               / (uni["server_encode_s"] + uni["server_decode_s"])
+               for T, v in phases.items() if T != "1"}
+    model = {T: (v["model_encode_s"] + v["model_reduce_s"])
+             / (uni["model_encode_s"] + uni["model_reduce_s"])
+             for T, v in phases.items() if T != "1"}
+    return {"bdc_over_unified_measured": meas, "bdc_over_unified_model": model,
+            "bdc_over_unified_measured_compute": compute,
+            "model_over_measured_ratio": {T: model[T] / meas[T] for T in meas},
+            "model_over_measured_compute_ratio": {T: model[T] / compute[T] for T in meas},
+            "scaled_phases": phases, "scaled_m": m, "scaled_rows_per_batch": eta}
 
 
 def p2p(m: int, n: int, N: int, field: str) -> dict:
@@ -119,7 +203,33 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--t-row", type=float, default=0.0002)
     ap.add_argument("--field", default="gf2^16")
+    ap.add_argument("--scaled-m", dest="scaled_m", type=int, default=1800,
+                    help="m = n = N of the scaled paper instance (RS codes, GF(2^16))")
+    ap.add_argument("--calibration", default=None,
+                    help="a calibration file (mpi-coded model --calibrate); default: measure")
+    ap.add_argument("--rs-only", dest="rs_only", action="store_true",
+                    help="only the RS additions (rs_reduce_speedup and the scaled instance)")
     args = ap.parse_args()
+    from mpi_coded.analysis import calibration
+
+    table = (calibration.load(args.calibration) if args.calibration
+             else calibration.measure())
+    rs = rs_reduce_speedup(720)
+    print(f"rs_reduce_speedup at m=720: {rs['rs_reduce_speedup']:.0f} "
+          f"(rs_fft {rs['rs_reduce_s']:.4f} s, inverse {rs['inverse_reduce_s']:.2f} s)",
+          flush=True)
+    with tempfile.TemporaryDirectory() as d:
+        scaled = scaled_instance(Path(d), args.scaled_m, table)
+    for T, v in scaled["scaled_phases"].items():
+        print(f"scaled m={args.scaled_m} {v['scheme']} T={T}: encode {v['encode_s']:.3f} s "
+              f"(server {v['server_encode_s']:.3f}, model {v['model_encode_s']:.3f}, "
+              f"{v['encoder']}), reduce {v['reduce_s']:.3f} s (server "
+              f"{v['server_decode_s']:.3f}, model {v['model_reduce_s']:.3f}, {v['decoder']})",
+              flush=True)
+    rs_out = {**rs, **scaled, "calibration": table}
+    if args.rs_only:
+        print(json.dumps(rs_out))
+        return 0
     eta_unified = get_scheme("unified").rows_per_batch_for(K, Q, MU, args.m)
     Ts = [T for T in (1, 2, 5, 10, eta_unified) if eta_unified % T == 0 and
           args.m % T == 0 and T <= eta_unified]
@@ -158,6 +268,7 @@ def main() -> int:
         "all_verified": all(r["verified"] for r in results.values()),
         "m": args.m, "n": args.n, "N": args.N, "field": args.field, "Ts": Ts,
         "loads": {k: r["load"] for k, r in results.items()},
+        **rs_out,
     }
     print(json.dumps(out))
     return 0

@@ -781,5 +781,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, Any]:
+    """BDC over unified, encode + reduce, against ``T`` with RS codes (docs/theory.md
+    (C.1), (C.4)): measured and the calibrated model, from ``scripts/bench_coded.py``'s last
+    JSON line (``bdc_over_unified_measured``, ``bdc_over_unified_model``, objects keyed by
+    ``T``).  Draw it with
+    ``figure_rs_bdc_vs_T(plt, json.loads(line), Path("rs_bdc_vs_T.png"))``."""
+    meas = {int(T): float(v) for T, v in bench["bdc_over_unified_measured"].items()}
+    model = {int(T): float(v) for T, v in bench["bdc_over_unified_model"].items()}
+    Ts = sorted(meas)
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ax.plot(Ts, [meas[T] for T in Ts], "o-", label="measured")
+    ax.plot(Ts, [model[T] for T in sorted(model)], "s--", label="calibrated model")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("partitions T")
+    ax.set_ylabel("BDC / unified, encode + reduce")
+    m = bench.get("scaled_m", "?")
+    ax.set_title(f"RS codes over GF(2^16), m = n = N = {m}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return {"png": str(out), "T": Ts, "measured": [meas[T] for T in Ts],
+            "model": [model[T] for T in Ts]}
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

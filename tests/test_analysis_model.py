@@ -67,8 +67,11 @@ def test_phase_formulas_pinned_to_the_paper_setting():
     sigma_map = 2000 * N * ((n - 1) * sa + n * sm)
     assert uni["sigma"]["map"] == pytest.approx(sigma_map)
     assert uni["delay"]["map"] == pytest.approx(1.995635 * sigma_map, rel=1e-6)
-    # encode: a dense row costs m products per column; wait for all 9 servers
-    sigma_enc = 2000 * n * ((m - 1) * sa + m * sm)
+    # encode over GF(2^16): the FFT (n columns, eq. (10)'s curve of the length-9000 code),
+    # cheaper than a dense row of m products per column; wait for all 9 servers
+    sigma_enc = n * delay.fft_decode_ops(9000).cost(sa, sm)
+    assert sigma_enc < 2000 * n * ((m - 1) * sa + m * sm)
+    assert uni["encoder"] == "fft"
     assert uni["delay"]["encode"] == pytest.approx(sigma_enc * delay.order_stat_mean(9, 9))
     # reduce: FFT decoding of the length-9000 code, N/q outputs each; wait for all 6
     per_output = delay.fft_decode_ops(9000).cost(sa, sm)
@@ -87,10 +90,16 @@ def test_bdc_saves_encoding_and_decoding():
     uni = predict(paper("unified"))
     assert predict(paper("bdc", T=1))["delay"] == pytest.approx(uni["delay"])
     sa, sm = delay.field_op_costs(16)
+    dense = 2000 * 6000 * (6000 * sm + 5999 * sa)
     for T in (10, 250):
         bdc = predict(paper("bdc", T=T))
-        ratio = (6000 * sm + 5999 * sa) / (6000 / T * sm + (6000 / T - 1) * sa)
-        assert uni["delay"]["encode"] / bdc["delay"]["encode"] == pytest.approx(ratio)
+        # eq. (8) with m/T nonzeros per row, or T FFT codewords per column if cheaper
+        gen = 2000 * 6000 * (6000 / T * sm + (6000 / T - 1) * sa)
+        fft = 6000 * T * delay.fft_decode_ops(9000 / T).cost(sa, sm)
+        assert bdc["encoder"] == ("fft" if fft < gen else "generator")
+        assert bdc["delay"]["encode"] == pytest.approx(
+            min(gen, fft) * delay.order_stat_mean(9, 9))
+        assert bdc["delay"]["encode"] < dense * delay.order_stat_mean(9, 9)
         assert bdc["delay"]["reduce"] < uni["delay"]["reduce"]
         assert bdc["delay"]["total"] < uni["delay"]["total"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from mpi_coded.analysis import calibration
 from mpi_coded.analysis.model import model_params, predict
-from mpi_coded.cli import main as cli_main
+from mpi_coded.cli.main import main as cli_main
 from mpi_coded.coded.code import algorithm_mask, algorithm_names, build_code
 from mpi_coded.coded.schemes import coded_params
 from mpi_coded.codes.cauchy import CauchyCode
@@ -88,10 +88,13 @@ def test_unified_encoding_is_the_fft_parity_not_a_dense_product():
     p = coded_params("unified", 9, 6, "1/3", 30, 200, 6, field="gf2^16")
     code = build_code(p)
     A = F16.random((p.m, p.n), rng)
-    rows = list(range(p.m - 5, p.m + 5))  # data and parity rows
+    rows = list(range(p.m - 5, p.r))  # data and all parity rows
     got = code.encode(A, rows)
     assert code.encoders == {"rs_fft": 1}
     assert np.array_equal(got[:5], A[-5:])
+    assert np.array_equal(got, F16.matmul(code.psi()[rows], A))
+    code.encode(A, [p.m, p.m + 1])  # two parity rows: two generator rows are cheaper
+    assert code.encoders == {"generator": 1}
     assert algorithm_names(algorithm_mask({"rs_fft": 1, "systematic": 2})) == "systematic+rs_fft"
 
 
@@ -122,13 +125,13 @@ def test_l14_reproduces_the_authors_unified_ratio_with_the_repository_model():
 def test_model_cli_l_and_bad_input(capsys):
     base = ["model", "--scheme", "unified", "--K", "9", "--q", "6", "--mu", "1/3",
             "--rows-per-batch", "250"]
-    assert cli_main.main([*base, "--l", "14", "--json"]) == 0
+    assert cli_main([*base, "--l", "14", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["D_over_uc"] == pytest.approx(1.60376, abs=1e-4) and out["l"] == 14
-    assert cli_main.main([*base, "--l", "8"]) == 2  # GF(2^8) cannot hold a length-9000 code
+    assert cli_main([*base, "--l", "8"]) == 2  # GF(2^8) cannot hold a length-9000 code
     assert capsys.readouterr().err.startswith("mpi-coded: error: l:")
     with pytest.raises(SystemExit) as exc:
-        cli_main.main([*base, "--convention", "x"])
+        cli_main([*base, "--convention", "x"])
     assert exc.value.code == 2
 
 
@@ -143,6 +146,8 @@ def test_calibration_file_round_trip_and_prediction(tmp_path):
     secs = calibration.predict_seconds(p, table, cores=2)
     assert secs["encoder"] == "rs_fft" and secs["decoder"] == "rs_fft"
     assert secs["wall"]["encode"] == pytest.approx(secs["per_server"]["encode"] * 4.5)
+    alone = calibration.predict_seconds(p, table)  # a core per server
+    assert alone["wall"]["reduce"] == pytest.approx(alone["per_server"]["reduce"])
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"seconds_per_op": {**table, "call": -1}}))
     with pytest.raises(ConfigError, match="calibration"):

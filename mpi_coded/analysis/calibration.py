@@ -13,11 +13,11 @@ Keys of the table (seconds): ``gf2^8_matmul``, ``gf2^16_matmul`` per multiply-ad
 product; ``gf2^8_inverse``, ``gf2^16_inverse`` per ``k^3`` of a ``k x k`` inverse;
 ``rs_fft_encode``, ``rs_fft_decode`` per operation counted by
 :func:`~mpi_coded.codes.rs_fft.fft_encode_ops` / :func:`~mpi_coded.codes.rs_fft.fft_decode_ops`;
-``call`` per kernel call.
+``call`` per sub-code call (the Python work around a kernel, per partition).
 
-On one machine the ``K`` servers share its cores, so :func:`predict_seconds` also gives
-the wall time of each phase with ``cores`` cores: a phase in which ``g`` servers compute at
-once lasts ``max(1, g / cores)`` times one server's seconds.
+When the ``K`` servers share a machine's cores, :func:`predict_seconds` with ``cores`` gives
+the wall time of each phase: a phase in which ``g`` servers compute at once lasts
+``max(1, g / cores)`` times one server's seconds (default: a core per server).
 """
 
 from __future__ import annotations
@@ -60,13 +60,12 @@ def _best(fn: Callable[[], object], reps: int = 3) -> float:
 
 def measure(quick: bool = False) -> dict[str, float]:
     """Seconds per operation of every kernel, measured here (``quick``: smaller shapes)."""
-    from mpi_coded import gf_kernels
     from mpi_coded.codes import rs_fft
     from mpi_coded.fields import get_field
 
     rng = np.random.default_rng(0)
     out: dict[str, float] = {}
-    rows, inner, cols = (64, 512, 512) if quick else (256, 2048, 2048)
+    rows, inner, cols = (64, 512, 512) if quick else (250, 4096, 1024)
     for deg in (8, 16):
         f = get_field(f"gf2^{deg}")
         f.warm_up()
@@ -78,10 +77,20 @@ def measure(quick: bool = False) -> dict[str, float]:
         f.inv(f.cauchy(4, 4))  # compile galois's inverse before timing it
         g = f.cauchy(k, k)
         out[f"gf2^{deg}_inverse"] = _best(functools.partial(f.inv, g), 2) / k**3
-    small = np.ones((2, 2), dtype=np.uint16)
-    out["call"] = _best(lambda: gf_kernels.gf_matmul(small, small, 16), 20)
+    # one sub-code call on a tiny partition: the Python work around a kernel (what a code
+    # with many short partitions pays per partition)
+    from mpi_coded.codes.cauchy import CauchyCode
+
+    f16 = get_field("gf2^16")
+    tiny = CauchyCode(f16, 9, 6)
+    small = f16.random((6, 4), rng)
+    word = tiny.encode_rows(range(9), small)
+    tiny.decode([1, 2, 3, 6, 7, 8], word[[1, 2, 3, 6, 7, 8]])
+    out["call"] = _best(lambda: (tiny.encode_rows([7], small),
+                                 tiny.decode([1, 2, 3, 6, 7, 8], word[[1, 2, 3, 6, 7, 8]])),
+                        20) / 2
     rs_fft.warm_up()
-    n, k, v = (1080, 720, 64) if quick else (2160, 1440, 256)
+    n, k, v = (1080, 720, 64) if quick else (9000, 6000, 64)  # the paper's unified code
     code = rs_fft.RSCode(n, k)
     data = rng.integers(0, 1 << 16, size=(k, v), dtype=np.uint16)
     out["rs_fft_encode"] = _best(lambda: code.parity(data)) / rs_fft.fft_encode_ops(n, k, v)
@@ -139,8 +148,9 @@ def phase_seconds(params: Any, table: Mapping[str, float] | None = None,
     ``encode``: the stored rows (the FFT parity per partition touched, or generator rows,
     whichever the cost rule picks); ``map``: ``rows n N`` products; ``reduce``: one
     reducer's ``N / q_eff`` outputs, each partition by the FFT decoder or an inverse
-    (stripes of ``sc`` share one erasure pattern: one call).  Returns also ``encoder``
-    and ``decoder``.
+    (stripes of ``sc`` share one erasure pattern: one call).  The paths are the runtime's
+    choices (the cost rule with its default table), their seconds come from ``table``.
+    Returns also ``encoder`` and ``decoder``.
     """
     p = params
     f = field or runtime_field(p)
@@ -158,19 +168,17 @@ def phase_seconds(params: Any, table: Mapping[str, float] | None = None,
     parity_rows = rows * (n_code - k) / n_code
     per_part = max(1, round(parity_rows / touched))
     striped = p.partitions > 1 and n_code == p.K and p.partitions == p.m // p.wait_for
-    rs = f == "gf2^16" and prefer_rs(n_code, k, p.n, w, table)
-    gen_enc = generator_encode_seconds(f, per_part, k, p.n, table) * touched
+    # the runtime's choices (its cost rule, default table), costed with ``table``
+    rs = f == "gf2^16" and prefer_rs(n_code, k, p.n, w)
     calls, vec = (1, w * p.partitions) if striped else (p.partitions, w)
-    gen_dec = generator_decode_seconds(f, k, vec, table=table) * calls
-    enc, encoder = gen_enc, "generator"
-    dec, decoder = gen_dec, "generator"
+    enc = generator_encode_seconds(f, per_part, k, p.n, table) * touched
+    dec = generator_decode_seconds(f, k, vec, table=table) * calls
+    encoder = decoder = "generator"
     if rs:
-        fe = fft_encode_seconds(n_code, k, p.n, table) * touched
-        fd = fft_decode_seconds(n_code, k, vec, table) * calls
-        if fe < gen_enc:
-            enc, encoder = fe, "rs_fft"
-        if fd < gen_dec:
-            dec, decoder = fd, "rs_fft"
+        if fft_encode_seconds(n_code, k, p.n) < generator_encode_seconds(f, per_part, k, p.n):
+            enc, encoder = fft_encode_seconds(n_code, k, p.n, table) * touched, "rs_fft"
+        if fft_decode_seconds(n_code, k, vec) < generator_decode_seconds(f, k, vec):
+            dec, decoder = fft_decode_seconds(n_code, k, vec, table) * calls, "rs_fft"
     out.update(encode=enc, reduce=dec, encoder=encoder, decoder=decoder)
     return out
 
@@ -179,10 +187,11 @@ def predict_seconds(params: Any, table: Mapping[str, float] | None = None,
                     cores: int | None = None, field: str | None = None) -> dict[str, Any]:
     """Seconds per phase (module docstring): ``per_server`` (one server's compute) and
     ``wall`` on a machine with ``cores`` cores shared by the servers computing at once
-    (encode: all ``K``; map: the servers mapping, ``K``; reduce: the ``q_eff`` reducers)."""
+    (encode: all ``K``; map: the servers mapping, ``K``; reduce: the ``q_eff`` reducers);
+    ``cores=None``: a core per server (a cluster), so ``wall`` is one server's seconds."""
     per = phase_seconds(params, table, field)
-    c = max(1, cores or os.cpu_count() or 1)
     K, q = params.K, params.wait_for
+    c = K if cores is None else max(1, int(cores))
     share = {"encode": max(1.0, K / c), "map": max(1.0, K / c), "reduce": max(1.0, q / c)}
     wall = {ph: per[ph] * share[ph] for ph in ("encode", "map", "reduce")}
     wall["total"] = sum(wall.values())

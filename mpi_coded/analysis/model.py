@@ -21,6 +21,15 @@ lt        ``mu m``      mean degree           peeling: one product and one
 ========= ============= ===================== ================================
 
 * encode (eq. (8)): every server encodes the rows it stores; wait for all ``K``.
+  Where the costed field has an FFT RS codec (GF(2^16), the runtime's, or a degree
+  above 8 given with ``model --l``) the encoding is the cheaper of eq. (8) and FFT
+  encoding, one codeword of eq. (10)'s curve per column of ``A`` and partition the server
+  stores rows of (unified: ``n F(r)``, the authors' convention; docs/theory.md (C.2));
+  ``predict`` reports the ``encoder`` costed.
+* conventions: ``repository`` (this table) or ``authors`` (docs/theory.md (C.2): the BDC
+  authors' evaluation code -- ``l = ceil(log2(r + 1))``, FFT encoding for unified, eq. (8)
+  for bdc and sc with sc's ``mu q`` factor, Berlekamp-Massey for bdc and sc, eq. (10) with
+  0.86700826, the map's additions ``n (rho - 1)``), which reproduces their ``D / D_UC``.
 * map: ``rows x n`` products per vector, ``N`` vectors; wait for ``K`` (uc,
   cmr), ``q`` (sc, unified), or the number ``g`` of finishers the map-end rule
   needs (bdc: random, its distribution from :func:`bdc_load.servers_needed_pmf`
@@ -203,7 +212,7 @@ def model_params(scheme: str, K: Any, q: Any, mu: Any, m: Any = None,
     ``rows_per_batch`` (``eta_b`` of the unified/bdc layout) gives
     ``m = eta_b C(K, mu q) q / K``; with neither, ``m`` is the smallest valid one.
     ``n`` and ``N`` default to ``m`` (the paper's ``m = n = N``).  ``kw``: ``c``,
-    ``delta``, ``scale_tail``.
+    ``delta``, ``scale_tail``, ``degree`` (``model --l``), ``convention``.
     """
     spec = get(scheme)
     mu_f = check_reference(K, q, mu)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.errors import ConfigError
+from mpi_coded.results import CEC, CONFIG, STEP, SchemaError, kind_of, read_results, records
 
 
 def resume_point(cfg: CECConfig, out: str | None) -> int:
@@ -17,21 +18,19 @@ def resume_point(cfg: CECConfig, out: str | None) -> int:
     if not out or not Path(out).is_file():
         raise ConfigError("--resume", "needs the results file of the job to continue", out)
     want = {k: v for k, v in json.loads(json.dumps(cfg.to_dict())).items() if k != "source"}
+    try:
+        lines = read_results(out)
+    except SchemaError as exc:
+        raise ConfigError("--resume", f"cannot read the results file: {exc}", out) from None
     last = 0
     found = False
-    for line in Path(out).read_text().splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line of a killed job
-        if rec.get("job") != "cec":
-            continue
-        if rec.get("kind") == "config":
+    for rec in records(lines, job=CEC):
+        if kind_of(rec) == CONFIG:
             same = all(rec.get(k) == v for k, v in want.items())
             found = found or same
             if not same:
                 found, last = False, 0
-        elif rec.get("kind") == "step" and found:
+        elif kind_of(rec) == STEP and found:
             last = max(last, int(rec["step"]))
     if not found:
         raise ConfigError("--resume", f"{out} holds no run of this job's config to continue", out)

@@ -46,8 +46,9 @@ def _calibrate(args: argparse.Namespace) -> int:
 def _run_model(args: argparse.Namespace) -> int:
     if args.calibrate:
         return _calibrate(args)
-    for name in ("scheme", "K", "q", "mu"):
-        require(getattr(args, name) is not None, f"--{name}", "is required (unless --calibrate)")
+    missing = [f"--{name}" for name in ("scheme", "K", "q", "mu") if getattr(args, name) is None]
+    if missing:
+        args.model_parser.error(f"the following arguments are required: {', '.join(missing)}")
     table = calibration.load(args.calibration) if args.calibration is not None else None
     mp = model_params(args.scheme, args.K, args.q, args.mu, m=args.m,
                       rows_per_batch=args.rows_per_batch, n=args.n, N=args.N, T=args.T,
@@ -100,7 +101,8 @@ def _run_model(args: argparse.Namespace) -> int:
         print(f"  D/D_UC {out['D_over_uc']:.6f}  (l={out['l']}, {out['convention']} conventions)")
     if secs is not None:
         w, per = secs["wall"], secs["per_server"]
-        print(f"  seconds ({secs['field']}, {secs['cores']} cores)  encode {w['encode']:.4g}"
+        print(f"  seconds ({secs['field']}, {secs['cores']} cores for {p.K} servers)"
+              f"  encode {w['encode']:.4g}"
               f"  map {w['map']:.4g}  reduce {w['reduce']:.4g}  total {w['total']:.4g}"
               f"  (one server: encode {per['encode']:.4g} by {secs['encoder']}, map "
               f"{per['map']:.4g}, reduce {per['reduce']:.4g} by {secs['decoder']})")
@@ -147,7 +149,7 @@ def register_model(subparsers: Any) -> argparse.ArgumentParser:
                    help="finishing sets sampled when there are too many to enumerate")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=_run_model)
+    p.set_defaults(func=_run_model, model_parser=p)
     return p
 
 

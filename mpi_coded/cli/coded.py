@@ -82,7 +82,7 @@ def _run_coded(args: argparse.Namespace) -> int:
 
     overrides = {k: getattr(args, k) for k in (
         "scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field", "straggler",
-        "t_row", "chunks", "seed", "reps", "timeout_s", "assignment", "wait")}
+        "t_row", "chunks", "seed", "reps", "timeout_s", "assignment", "wait", "multicast")}
     job = load_job(args.config, overrides)
     from mpi_coded.faults import parse_faults
 
@@ -120,6 +120,9 @@ def register_run(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--wait", default=None, choices=WAIT_MODES,
                    help="how ranks wait: polite (backoff sleeps), busy (spin), auto (busy when "
                         "the ranks on a node fit its cores; the default)")
+    p.add_argument("--multicast", default=None,
+                   help="how coded multicasts travel: p2p (one message per receiver; the "
+                        "default) or bcast (Ibcast on a communicator per multicast group)")
     p.add_argument("--out", default="results/coded.jsonl", help="JSON-lines results (appended)")
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",
                    help="inject a fault: kill:RANK:PHASE[@REP], stall:RANK:PHASE[@REP]:SECONDS, "

@@ -213,11 +213,14 @@ class PartitionCode(Code):
             # one product per generator row, over all partitions using it
             for a in uniq_pos:
                 sel = np.nonzero(pos == a)[0]
-                blocks = A[lay.msg_index[parts[sel]]]  # (len(sel), k, cols)
-                flat = blocks.transpose(1, 0, 2).reshape(lay.k, -1)
+                if a < lay.k:  # a systematic row: a row of A
+                    out[sel] = A[lay.msg_index[parts[sel], a]]
+                    self._record(self.encoders, "systematic")
+                    continue
+                flat = A[lay.msg_index[parts[sel]].T].reshape(lay.k, -1)  # (k, len(sel) cols)
                 prod = self.sub.encode_rows([a], flat)
                 out[sel] = prod.reshape(len(sel), A.shape[1])
-                self._record(self.encoders, "systematic" if a < lay.k else "generator")
+                self._record(self.encoders, "generator")
         return out
 
     def decode_partition(self, rows: Sequence[int], values: np.ndarray) -> np.ndarray:

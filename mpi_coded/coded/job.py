@@ -13,6 +13,13 @@ takes ``sigma_s (1 + E_s) / speed_s`` with ``E_s ~ Exp(1)`` drawn from
 ``(seed, repetition, s)`` (shift and tail scale with ``sigma``).  Real compute
 first, the rest is sleep, in ``chunks`` pieces; a server told to stop stops at
 the next chunk (or during its sleep).
+
+Multicast transport (``multicast``, :data:`MULTICAST_MODES`): ``p2p`` sends a coded
+multicast as one message per receiver; ``bcast`` as one ``Ibcast`` on a communicator
+of its group (:mod:`mpi_coded.runtime.coded.transfer`).  Loads, outputs and
+``bytes_on_wire`` are the same.  ``bcast`` needs coded multicasts (groups of at least
+two servers, hence a world of at least three ranks; sc, uc and some small settings
+only unicast) and at most :data:`BCAST_MAX_GROUPS` group communicators per server.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from mpi_coded.analysis.delay import sample_runtime
+from mpi_coded.analysis.loads import strategy_levels
 from mpi_coded.coded.params import AUTO_FIELD, CodedParams
 from mpi_coded.coded.schemes import get, names
 from mpi_coded.errors import ConfigError, require
@@ -41,7 +49,14 @@ else:  # pragma: no cover
 STRAGGLERS = ("none", "shiftexp")
 PARAM_KEYS = ("scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field")
 RUN_KEYS = ("straggler", "t_row", "speeds", "chunks", "seed", "reps", "timeout_s",
-            "assignment", "wait")
+            "assignment", "wait", "multicast")
+MULTICAST_MODES = ("p2p", "bcast")
+BCAST_MAX_GROUPS = 1000
+"""Most group communicators a server may need for one ``Q`` under ``bcast``.  MPICH gives a
+process 2,046 communicators beyond its own (measured: ``Create_group`` fails after 2,046
+on this machine) and a new one needs a context id free at every member, so sets of
+overlapping groups can run out earlier; K = 18, q = 12, mu = 1/3 needs 495 and runs.
+Half the limit leaves room for that and for the library's own communicators."""
 TOP_KEYS = ("job", *PARAM_KEYS, *RUN_KEYS)
 FIELD_ALIASES = {"gf8": "gf2^8", "gf16": "gf2^16", "real": "float64"}
 
@@ -58,6 +73,7 @@ class CodedJob:
     timeout_s: float = 120.0
     assignment: str = ""
     wait: str = "auto"
+    multicast: str = "p2p"
 
     @property
     def world_size(self) -> int:
@@ -93,6 +109,10 @@ class CodedJob:
         require(self.reps >= 1, "reps", "must be >= 1", self.reps)
         require(self.timeout_s > 0, "timeout_s", "must be > 0 seconds", self.timeout_s)
         check_wait(self.wait)
+        require(self.multicast in MULTICAST_MODES, "multicast",
+                f"must be one of {', '.join(MULTICAST_MODES)}", self.multicast)
+        if self.multicast == "bcast":
+            check_bcast(self.params)
         if self.assignment:
             require(self.params.spec.takes_assignment, "assignment",
                     f"only scheme {', '.join(names(takes_assignment=True))} takes one",
@@ -115,6 +135,32 @@ class CodedJob:
         return d
 
 
+def multicast_levels(p: CodedParams) -> tuple[int, ...]:
+    """Multicast levels any shuffle plan of ``p`` may use (both strategies for a scheme
+    that compares them); a level-``j`` group has ``j + 1`` servers."""
+    ul = p.spec.reference_load(p.K, p.q, p.mu)
+    strategies = (1, 2) if p.spec.compares_strategies else (ul.strategy,)
+    return tuple(sorted({j for s in strategies
+                         for j in strategy_levels(p.replication, ul.s_q, s)}))
+
+
+def bcast_groups_per_server(p: CodedParams) -> int:
+    """Upper bound on the multicast groups of one server for one ``Q``: ``sum_j C(q-1, j)``."""
+    return sum(math.comb(p.wait_for - 1, j) for j in multicast_levels(p))
+
+
+def check_bcast(p: CodedParams) -> None:
+    """ConfigError unless ``bcast`` can carry ``p``'s multicasts (module docstring)."""
+    levels = multicast_levels(p)
+    require(bool(levels) and p.wait_for >= 2, "multicast",
+            f"bcast needs coded multicast groups of >= 2 servers (a world of >= 3 ranks); "
+            f"scheme {p.scheme} with K={p.K}, q={p.q}, mu={p.mu} only unicasts", "bcast")
+    n = bcast_groups_per_server(p)
+    require(n <= BCAST_MAX_GROUPS, "multicast",
+            f"bcast would need up to {n} group communicators per server, more than "
+            f"{BCAST_MAX_GROUPS} (MPI context ids); use p2p", "bcast")
+
+
 def _typed(key: str, value: Any) -> Any:
     ints = ("K", "q", "rows_per_batch", "n", "N", "T", "chunks", "seed", "reps")
     if key in ints:
@@ -130,7 +176,7 @@ def _typed(key: str, value: Any) -> Any:
             require(isinstance(v, (int, float)) and not isinstance(v, bool), key,
                     "must be a list of numbers", value)
         value = tuple(float(v) for v in value)
-    elif key in ("scheme", "straggler", "field", "assignment", "wait"):
+    elif key in ("scheme", "straggler", "field", "assignment", "wait", "multicast"):
         require(isinstance(value, str), key, "must be a string", value)
     elif key == "mu":
         require(isinstance(value, (str, int, float)) and not isinstance(value, bool), key,

@@ -15,19 +15,16 @@ and META.  ``S > 0``: when every non-empty row set has answers (PART) from
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from mpi4py import MPI
 
 from mpi_coded.cec.plan import StepPlan
 from mpi_coded.runtime.cec.tasks import split_aux
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.peers import Peers
-from mpi_coded.runtime.core.wait import POLICY, DeadlineExceeded
 
 ANSWERS = {P.Kind.RESULT, P.Kind.META, P.Kind.PART}
 
@@ -109,47 +106,39 @@ class Attempt:
 def collect(links: Peers, machines: Sequence[int], att: Attempt, *, soft: float, hard: float,
             on_late: Callable[[P.Header, np.ndarray | None], None]) -> list[int]:
     """Collect ``att`` until complete (returns ``[]``) or ``soft`` (returns who is missing)."""
-    backoff = POLICY.backoff(active=True)
     key = (att.step, att.attempt)
-    name = lambda n: links.name([n])  # noqa: E731
-    while not att.complete():
-        reqs = [links.inbox[r].request() for r in machines]
-        ready = MPI.Request.Testsome(reqs)
-        if ready:
-            for i in ready:
-                h, payload = links.inbox[machines[i]].take(ANSWERS, None, hard)
-                if (h.step, attempt_of(h)) < key:
-                    links.dropped += 1
-                    on_late(h, payload)
-                    continue
-                if (h.step, attempt_of(h)) != key:
-                    raise P.WireError(f"{h.kind.name} for step {h.step} from {name(h.source)} "
-                                      f"during step {att.step}")
-                att.take(h, payload, name)
-            backoff.reset()
-            continue
-        now = time.monotonic()
-        if now > soft:
-            return att.missing()
-        if now > hard:
-            raise DeadlineExceeded(f"timed out waiting for step {att.step} results from "
-                                   f"{links.name(att.missing())}")
-        backoff.sleep()
-    return []
+
+    def handle(msg: tuple[P.Header, np.ndarray | None]) -> None:
+        h, payload = msg
+        _check_answer(links, h)
+        if (h.step, attempt_of(h)) < key:
+            links.dropped += 1
+            on_late(h, payload)
+        elif (h.step, attempt_of(h)) != key:
+            raise P.WireError(f"{h.kind.name} for step {h.step} from {links.name([h.source])} "
+                              f"during step {att.step}")
+        else:
+            att.take(h, payload, lambda n: links.name([n]))
+
+    links.pump(lambda: machines, handle, att.complete, hard=hard, soft=soft,
+               what=f"step {att.step} results", owed=att.missing)
+    return [] if att.complete() else att.missing()
 
 
 def drain(links: Peers, machines: Sequence[int], before: tuple[int, int],
           on_late: Callable[[P.Header, np.ndarray | None], None], hard: float) -> None:
     """Take the late answers that have already arrived (never waits)."""
-    while True:
-        reqs = [links.inbox[r].request() for r in machines]
-        ready = MPI.Request.Testsome(reqs)
-        if not ready:
-            return
-        for i in ready:
-            h, payload = links.inbox[machines[i]].take(ANSWERS, None, hard)
+    while msgs := links.arrived(machines, hard):
+        for h, payload in msgs:
+            _check_answer(links, h)
             if (h.step, attempt_of(h)) >= before:
                 raise P.WireError(f"{h.kind.name} for step {h.step} from "
                                   f"{links.name([h.source])} arrived between steps")
             links.dropped += 1
             on_late(h, payload)
+
+
+def _check_answer(links: Peers, h: P.Header) -> None:
+    if h.kind not in ANSWERS:
+        raise P.WireError(f"unexpected {h.kind.name} from {links.name([h.source])} "
+                          f"(expected {', '.join(sorted(k.name for k in ANSWERS))})")

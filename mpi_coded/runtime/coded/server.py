@@ -37,7 +37,7 @@ from mpi_coded.runtime.coded.setup import (
     mask,
     peak_rss_mb,
 )
-from mpi_coded.runtime.coded.transfer import ShuffleTransfer
+from mpi_coded.runtime.coded.transfer import GroupComms, ShuffleTransfer
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.faults import at_phase
 from mpi_coded.runtime.core.guard import Phase
@@ -97,6 +97,7 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...
     master = MasterLink(comm)
     master.ready(timeout)
     slow = slow_factor(faults, rank)
+    groups = GroupComms(comm) if job.multicast == "bcast" else None  # bcast: group comms
 
     def expect_phase(which: int, rep: int, what: str) -> None:
         h, _ = master.recv({P.Kind.PHASE}, rep, timeout, what)
@@ -137,6 +138,8 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...
         if h.step != rep or payload is None:
             raise P.WireError(f"MAP_END for repetition {h.step}, expected {rep}")
         Q, extra = decode_map_end(payload)
+        if groups is not None:  # every server, so a group's members free it together
+            groups.keep_within(Q)
         if server not in Q + extra:
             continue  # not needed: stopped (or finished too late); wait for the next phase
 
@@ -147,7 +150,7 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...
         plan_s = time.perf_counter() - t
         data = ServerData.from_map_output(server, pl, mr.out, setup.field, job.params.N)
         t = time.perf_counter()
-        transfer = ShuffleTransfer(comm, plan, data, server, rep)
+        transfer = ShuffleTransfer(comm, plan, data, server, rep, groups)
         transfer.post()
         transfer.send()
         transfer.finish(deadline_in(timeout))
@@ -178,4 +181,6 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...
     else:
         phase.set("stop")
         master.recv({P.Kind.STOP}, None, timeout, "the master's stop")
+    if groups is not None:
+        groups.free()
     master.send(P.Kind.BYE, job.reps, timeout=timeout)

@@ -13,10 +13,43 @@ send and receive, and its size, before anything moves (as mpi4py-fft's
    cancelling what it stores out of each multicast as it arrives.
 
 Headers are still checked (kind, repetition, plan index, shape).
+
+Multicast transport (``--multicast``, :data:`mpi_coded.coded.job.MULTICAST_MODES`):
+
+``p2p`` (default)
+    a multicast is one ``Isend`` (header and payload) per receiver, as above;
+``bcast``
+    each multicast group ``S`` of the plan (its sender and receivers) has its own
+    communicator, created with ``MPI_Comm_create_group`` by the group's members
+    only (:class:`GroupComms`), and every multicast of ``S`` is one ``Ibcast`` on
+    it rooted at the sender; receivers post their ``Ibcast`` with the known length.
+    Collectives on a communicator match by call order, so every member issues the
+    ``Ibcast`` of ``S`` (as root or receiver) in plan order, in :meth:`ShuffleTransfer.send`,
+    after creating the missing communicators in plan order (every finisher derives the
+    same plan, and creating in one global order cannot deadlock).  No headers travel
+    with a broadcast (the communicator and the call order identify it).  Unicasts stay
+    point-to-point.  ``bytes_sent`` counts what ``p2p`` sends, a multicast once per
+    receiver: a tree broadcast (MPICH and Open MPI for short messages) also delivers
+    the payload once to each non-root member.
+
+Communicators are cached by member set across repetitions: every server (finisher
+or not) calls :meth:`GroupComms.keep_within` with the repetition's ``Q`` (from
+MAP_END), which frees those whose group is not inside ``Q`` (no plan of that
+repetition can use them).  The decision depends only on ``Q``, which every server
+knows, so all members of a group free it in the same repetition and create it again
+together.  At most one ``Q``'s groups are alive: at K = 18, q = 12, mu = 1/3 a
+server belongs to 495 of the plan's 1,287 groups (levels 4 and 3: ``C(11, 4) +
+C(11, 3)``).  MPICH lets a process hold 2,046 communicators beyond its own (measured),
+so the job refuses ``bcast`` beyond :data:`mpi_coded.coded.job.BCAST_MAX_GROUPS` per
+server.  Creating is the cost of ``bcast``: every creation synchronises the group's
+members (a blocking call, which busy-polls inside MPICH), so the first repetition with
+new groups is slower; later ones with the same ``Q`` reuse them.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +61,69 @@ from mpi_coded.coded.replay import ServerData
 from mpi_coded.coded.shuffle import ShufflePlan
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.wait import DeadlineExceeded, poll_until
+
+GROUP_TAG = 0x4D43
+"""Tag of ``MPI_Comm_create_group`` (distinguishes it from other creations)."""
+
+
+class GroupComms:
+    """Communicators of the coded multicast groups of this server, by member set.
+
+    Created with ``comm.Create_group`` among the group's members only (MPI-3's
+    ``MPI_Comm_create_group``: collective over the group, not over ``comm``);
+    freed by :meth:`keep_within` and :meth:`free` (module docstring).
+    """
+
+    def __init__(self, comm: MPI.Comm) -> None:
+        if not isinstance(comm, MPI.Intracomm):
+            raise TypeError("group communicators are created from an intracommunicator")
+        self.comm = comm
+        self._world = comm.Get_group()
+        self._comms: dict[tuple[int, ...], MPI.Comm] = {}
+        self.created = 0  # communicators created so far
+        self.create_s = 0.0  # seconds spent creating them
+        self.peak = 0  # most communicators alive at once
+
+    def __len__(self) -> int:
+        return len(self._comms)
+
+    def get(self, group: tuple[int, ...]) -> MPI.Comm:
+        """The communicator of ``group`` (sorted servers), created on first use.
+
+        Every member of ``group`` must ask for it at the same point of its sequence of
+        creations (plan order); rank ``i`` of the result is server ``group[i]``.
+        """
+        c = self._comms.get(group)
+        if c is None:
+            t = time.perf_counter()
+            g = self._world.Incl([rank_of(s) for s in group])
+            try:
+                c = self.comm.Create_group(g, GROUP_TAG)
+            finally:
+                g.Free()
+            self.create_s += time.perf_counter() - t
+            self._comms[group] = c
+            self.created += 1
+            self.peak = max(self.peak, len(self._comms))
+        return c
+
+    def prepare(self, plan: ShufflePlan, server: int) -> None:
+        """Create the missing communicators of ``server``'s groups in ``plan``, in plan order."""
+        for mc in plan.multicasts:
+            if server in mc.group and mc.group not in self._comms:
+                self.get(mc.group)
+
+    def keep_within(self, servers: Collection[int]) -> None:
+        """Free the communicators of groups not inside ``servers`` (this repetition's ``Q``)."""
+        keep = set(servers)
+        for group in [g for g in self._comms if not keep.issuperset(g)]:
+            self._comms.pop(group).Free()
+
+    def free(self) -> None:
+        """Free every communicator (at stop, before MPI finalises)."""
+        self.keep_within(())
+        if self._world != MPI.GROUP_NULL:
+            self._world.Free()
 
 
 @dataclass
@@ -49,18 +145,22 @@ class ShuffleTransfer:
     data: ServerData
     server: int
     rep: int
+    groups: GroupComms | None = None  # bcast transport: the group communicators
     multicast_values: int = 0
     unicast_values: int = 0
     bytes_sent: int = 0
     _incoming: list[_Incoming] = field(default_factory=list)
+    _bcasts: list[tuple[int, np.ndarray, MPI.Request]] = field(default_factory=list)
     _sends: list[MPI.Request] = field(default_factory=list)
     _keep: list[np.ndarray] = field(default_factory=list)
 
     def post(self) -> None:
-        """Post every receive of this server, with its known size."""
+        """Post every receive of this server, with its known size (bcast: the unicasts;
+        the broadcasts are issued in plan order by :meth:`send`)."""
         mc_recv, uc_recv = self.plan.receives(self.server)
-        expected = [(self.plan.multicasts[i].sender, P.Kind.MULTICAST, i,
-                     self.plan.multicasts[i].length) for i in mc_recv]
+        expected = [] if self.groups is not None else [
+            (self.plan.multicasts[i].sender, P.Kind.MULTICAST, i,
+             self.plan.multicasts[i].length) for i in mc_recv]
         expected += [(self.plan.unicasts[i].sender, P.Kind.UNICAST, i,
                       self.plan.unicasts[i].size) for i in uc_recv]
         expected.sort(key=lambda e: (e[0], e[1] != P.Kind.MULTICAST, e[2]))
@@ -75,6 +175,9 @@ class ShuffleTransfer:
     def send(self) -> None:
         """Start this server's multicasts (counted once: shared medium) and unicasts."""
         mc_send, uc_send = self.plan.sends(self.server)
+        if self.groups is not None:
+            self._broadcast()
+            mc_send = []
         for i in mc_send:
             mc = self.plan.multicasts[i]
             payload = exchange.multicast_payload(mc, self.data)
@@ -93,6 +196,25 @@ class ShuffleTransfer:
                                    vec, aux=i)
             self.bytes_sent += int(vec.nbytes)
 
+    def _broadcast(self) -> None:
+        """bcast: one ``Ibcast`` per multicast of this server's groups, in plan order."""
+        assert self.groups is not None
+        self.groups.prepare(self.plan, self.server)
+        for i, mc in enumerate(self.plan.multicasts):
+            if self.server not in mc.group:
+                continue
+            gcomm = self.groups.get(mc.group)
+            root = mc.group.index(mc.sender)
+            if mc.sender == self.server:
+                payload = np.ascontiguousarray(exchange.multicast_payload(mc, self.data))
+                self._keep.append(payload)
+                self.multicast_values += mc.length
+                self.bytes_sent += int(payload.nbytes) * len(mc.receivers)
+                self._sends.append(gcomm.Ibcast(payload, root=root))
+            else:
+                buf = self.data.field.zeros(mc.length)
+                self._bcasts.append((i, buf, gcomm.Ibcast(buf, root=root)))
+
     def _take(self, m: _Incoming) -> None:
         h = P.parse_header(m.header, rank_of(m.sender), {m.kind}, self.rep)
         if h.aux != m.index or h.shape != m.payload.shape:
@@ -105,6 +227,15 @@ class ShuffleTransfer:
             self.data.scatter(self.plan.unicasts[m.index].blocks, m.payload)
 
     def _progress(self) -> bool:
+        if self._bcasts:
+            waiting = []
+            for i, buf, req in self._bcasts:
+                if req.Test():
+                    exchange.take_multicast(self.plan.multicasts[i], self.server, buf,
+                                            self.data)
+                else:
+                    waiting.append((i, buf, req))
+            self._bcasts = waiting
         still = []
         for m in self._incoming:
             if MPI.Request.Testall(m.reqs):
@@ -112,7 +243,7 @@ class ShuffleTransfer:
             else:
                 still.append(m)
         self._incoming = still
-        if self._incoming:
+        if self._incoming or self._bcasts:
             return False
         return bool(MPI.Request.Testall(self._sends))
 
@@ -124,8 +255,9 @@ class ShuffleTransfer:
             for m in self._incoming:
                 for r in m.reqs:
                     r.Cancel()
-            who = ", ".join(f"server {s} = rank {rank_of(s)}"
-                            for s in sorted({m.sender for m in self._incoming}))
+            senders = {m.sender for m in self._incoming}
+            senders |= {self.plan.multicasts[i].sender for i, _, _ in self._bcasts}
+            who = ", ".join(f"server {s} = rank {rank_of(s)}" for s in sorted(senders))
             raise DeadlineExceeded(
                 f"timed out waiting for shuffle messages from {who}" if who else
                 "timed out waiting for this server's sends to complete") from None

@@ -29,6 +29,7 @@ from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.wait import POLICY, DeadlineExceeded, deadline_in, wait_all
 
 MASTER = 0
+_ANY = frozenset(wire.Kind)  # parse any kind; the caller checks what it expects
 
 
 def _host_bytes() -> np.ndarray:
@@ -65,6 +66,42 @@ class Peers:
         wait_all(self.send(who, kind, step, aux=aux), deadline_in(timeout),
                  f"{kind.name} to be delivered")
 
+    def arrived(self, who: Sequence[int], hard: float) -> list[Msg]:
+        """The messages from ``who`` whose headers are in now: one ``Testsome`` over the
+        posted receives, then their payloads.  Never waits for a header."""
+        reqs = [self.inbox[r].request() for r in who]
+        ready = MPI.Request.Testsome(reqs) or []
+        return [self.inbox[who[i]].take(_ANY, None, hard) for i in ready]
+
+    def pump(self, who: Callable[[], Sequence[int]], handle: Callable[[Msg], None],
+             done: Callable[[], bool], *, hard: float, what: str,
+             soft: float | None = None,
+             owed: Callable[[], Sequence[int]] | None = None) -> list[int]:
+        """Hand every message from ``who()`` to ``handle`` until ``done()``.
+
+        The one waiting loop of the masters: ``who()`` is re-read each round
+        (the peers listened to); ``owed()`` (default ``who()``) are the peers
+        still owing an answer.  Returns ``[]`` when done, ``owed()`` at ``soft``,
+        and raises :class:`DeadlineExceeded` naming them at ``hard``.  Backs off
+        between empty rounds (:data:`POLICY`).
+        """
+        owing = owed or who
+        backoff = POLICY.backoff(active=True)
+        while not done():
+            msgs = self.arrived(who(), hard)
+            if msgs:
+                for msg in msgs:
+                    handle(msg)
+                backoff.reset()
+                continue
+            now = time.monotonic()
+            if soft is not None and now > soft:
+                return list(owing())
+            if now > hard:
+                raise DeadlineExceeded(f"timed out waiting for {what} from {self.name(owing())}")
+            backoff.sleep()
+        return []
+
     def collect(self, who: Sequence[int], kinds: Sequence[wire.Kind], step: int, *,
                 hard: float, what: str, soft: float | None = None, aux: int | None = None,
                 stale: Callable[[int, wire.Header], bool] | None = None,
@@ -80,40 +117,32 @@ class Peers:
         other message of the wrong kind, step or ``aux`` is a wire error.
         """
         got: dict[int, list[Msg]] = {}
-        allowed = set(wire.Kind)  # checked below, after the stale filter
-        backoff = POLICY.backoff(active=True)
 
-        def done() -> dict[int, list[Msg]]:
-            return {r: v for r, v in got.items() if len(v) == len(kinds)}
+        def pending() -> list[int]:
+            return [r for r in who if len(got.get(r, ())) < len(kinds)]
 
-        while True:
-            pending = [r for r in who if len(got.get(r, ())) < len(kinds)]
-            if not pending or (until is not None and until(done())):
-                return got, pending
-            reqs = [self.inbox[r].request() for r in pending]
-            ready = MPI.Request.Testsome(reqs)
-            if ready:
-                for i in ready:
-                    r = pending[i]
-                    h, payload = self.inbox[r].take(allowed, None, hard)
-                    if stale is not None and stale(r, h):
-                        self.dropped += 1
-                        continue
-                    want = kinds[len(got.get(r, ()))]
-                    if h.kind != want or h.step != step or (aux is not None and h.aux != aux):
-                        raise wire.WireError(
-                            f"unexpected {h.kind.name} (step {h.step}, aux {h.aux}) from "
-                            f"{self.name([r])}; expected {want.name} (step {step}"
-                            + (f", aux {aux})" if aux is not None else ")"))
-                    got.setdefault(r, []).append((h, payload))
-                backoff.reset()
-                continue
-            now = time.monotonic()
-            if soft is not None and now > soft:
-                return got, pending
-            if now > hard:
-                raise DeadlineExceeded(f"timed out waiting for {what} from {self.name(pending)}")
-            backoff.sleep()
+        def done() -> bool:
+            if until is not None and until(
+                    {r: v for r, v in got.items() if len(v) == len(kinds)}):
+                return True
+            return not pending()
+
+        def handle(msg: Msg) -> None:
+            h = msg[0]
+            r = h.source
+            if stale is not None and stale(r, h):
+                self.dropped += 1
+                return
+            want = kinds[len(got.get(r, ()))]
+            if h.kind != want or h.step != step or (aux is not None and h.aux != aux):
+                raise wire.WireError(
+                    f"unexpected {h.kind.name} (step {h.step}, aux {h.aux}) from "
+                    f"{self.name([r])}; expected {want.name} (step {step}"
+                    + (f", aux {aux})" if aux is not None else ")"))
+            got.setdefault(r, []).append(msg)
+
+        self.pump(pending, handle, done, hard=hard, what=what, soft=soft)
+        return got, pending()
 
     def handshake(self, timeout: float) -> None:
         """Take every peer's READY and remember its host name."""
