@@ -10,7 +10,9 @@ predicts every phase of a job in seconds, costing each phase with the algorithm 
 runtime picks (the cost rule of :mod:`mpi_coded.codes.rs_sub`, with the same table).
 
 Keys of the table (seconds): ``gf2^8_matmul``, ``gf2^16_matmul`` per multiply-add of a
-product; ``gf2^8_inverse``, ``gf2^16_inverse`` per ``k^3`` of a ``k x k`` inverse;
+product, ``gf2^8_thin``, ``gf2^16_thin`` the same for products of a few rows (the scalar
+kernel: encoding short partitions row by row); ``gf2^8_inverse``, ``gf2^16_inverse`` per
+``k^3`` of a ``k x k`` inverse;
 ``rs_fft_encode``, ``rs_fft_decode`` per operation counted by
 :func:`~mpi_coded.codes.rs_fft.fft_encode_ops` / :func:`~mpi_coded.codes.rs_fft.fft_decode_ops`;
 ``call`` per sub-code call (the Python work around a kernel, per partition).
@@ -73,6 +75,10 @@ def measure(quick: bool = False) -> dict[str, float]:
         b = f.random((inner, cols), rng)
         out[f"gf2^{deg}_matmul"] = _best(functools.partial(f.matmul, a, b), 2) / (
             rows * inner * cols)
+        thin_a = f.random((1, 18), rng)
+        thin_b = f.random((18, 8000 if quick else 40000), rng)
+        out[f"gf2^{deg}_thin"] = _best(functools.partial(f.matmul, thin_a, thin_b), 3) / (
+            thin_b.size)
         k = 48 if quick else 96
         f.inv(f.cauchy(4, 4))  # compile galois's inverse before timing it
         g = f.cauchy(k, k)
@@ -90,7 +96,7 @@ def measure(quick: bool = False) -> dict[str, float]:
                                  tiny.decode([1, 2, 3, 6, 7, 8], word[[1, 2, 3, 6, 7, 8]])),
                         20) / 2
     rs_fft.warm_up()
-    n, k, v = (1080, 720, 64) if quick else (9000, 6000, 64)  # the paper's unified code
+    n, k, v = (1080, 720, 64) if quick else (9000, 6000, 512)  # the paper's unified code
     code = rs_fft.RSCode(n, k)
     data = rng.integers(0, 1 << 16, size=(k, v), dtype=np.uint16)
     out["rs_fft_encode"] = _best(lambda: code.parity(data)) / rs_fft.fft_encode_ops(n, k, v)

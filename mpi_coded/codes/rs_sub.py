@@ -47,15 +47,22 @@ from mpi_coded.fields import Field
 DEFAULT_SECONDS: Mapping[str, float] = MappingProxyType({
     "gf2^8_matmul": 0.35e-9,
     "gf2^16_matmul": 1.0e-9,
+    "gf2^8_thin": 2.0e-9,
+    "gf2^16_thin": 1.0e-8,
     "gf2^8_inverse": 8.0e-8,
     "gf2^16_inverse": 1.0e-7,
     "rs_fft_encode": 5.0e-9,
     "rs_fft_decode": 5.0e-9,
     "call": 2.0e-5,
 })
-"""Seconds per operation of each kernel (per multiply-add for products, per ``k^3`` for an
-inverse, per counted operation of the RS FFT) and per kernel call.  Defaults measured on a
+"""Seconds per operation of each kernel (per multiply-add for products -- ``matmul`` for
+products of many rows, ``thin`` for products of at most :data:`THIN_ROWS` rows, which run
+on the scalar kernel -- per ``k^3`` for an inverse, per counted operation of the RS FFT) and
+per sub-code call.  Defaults measured on a
 2-core development machine; ``mpi-coded model --calibrate`` measures them here."""
+
+THIN_ROWS = 8
+"""Products with at most this many rows cost ``thin`` seconds per multiply-add."""
 
 ENCODERS = ("systematic", "generator", "rs_fft")
 """Encoder names in results (``systematic``: only data rows, copied)."""
@@ -71,11 +78,15 @@ def seconds(kernel: str, table: Mapping[str, float] | None = None) -> float:
 
 
 def generator_encode_seconds(field: str, rows: int, k: int, vectors: int,
-                             table: Mapping[str, float] | None = None) -> float:
-    """Seconds of ``G[rows] @ message`` (``rows x k`` times ``k x vectors``)."""
+                             table: Mapping[str, float] | None = None,
+                             kernel: str | None = None) -> float:
+    """Seconds of ``G[rows] @ message`` (``rows x k`` times ``k x vectors``) on ``kernel``
+    (``matmul`` or ``thin``; default: ``thin`` for at most :data:`THIN_ROWS` rows)."""
     if rows <= 0:
         return 0.0
-    return (generator_encode_ops(rows, k, vectors) * seconds(f"{field}_matmul", table)
+    if kernel is None:
+        kernel = "thin" if rows <= THIN_ROWS else "matmul"
+    return (generator_encode_ops(rows, k, vectors) * seconds(f"{field}_{kernel}", table)
             + seconds("call", table))
 
 
@@ -103,12 +114,15 @@ def prefer_rs(n: int, k: int, encode_vectors: int, decode_vectors: int,
     """Whether partitions of shape ``(n, k)`` over GF(2^16) use the RS code (FFT paths
     available) rather than the ``[I; Cauchy]`` generator path: the FFT is cheaper for the
     parity of ``encode_vectors`` columns (against all ``n - k`` parity rows by generator) or
-    for decoding ``decode_vectors`` columns with all data rows erased that can be."""
+    for decoding ``decode_vectors`` columns with all data rows erased that can be.  The
+    generator side is costed as one product of all parity rows (``matmul``), so the
+    shortest codes, whose FFT is a handful of butterflies, keep the ``[I; Cauchy]`` path
+    (measured: the two paths encode them in about the same time)."""
     if not 1 <= k < n <= 1 << 16:
         return False
     p = n - k
     enc = fft_encode_seconds(n, k, encode_vectors, table) < generator_encode_seconds(
-        "gf2^16", p, k, encode_vectors, table)
+        "gf2^16", p, k, encode_vectors, table, kernel="matmul")
     dec = fft_decode_seconds(n, k, decode_vectors, table) < generator_decode_seconds(
         "gf2^16", k, decode_vectors, table=table)
     return enc or dec
