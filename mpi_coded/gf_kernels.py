@@ -34,7 +34,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-__all__ = ["POLYS", "gf_matmul", "gf_matvec", "tables", "warm_up"]
+__all__ = ["POLYS", "gf_matmul", "gf_matvec", "jit", "tables", "warm_up"]
 
 #: galois's default irreducible (primitive) polynomial of GF(2^degree), ``x`` primitive.
 POLYS: dict[int, int] = {8: 0x11D, 16: 0x1002D}
@@ -43,7 +43,7 @@ _DTYPES: dict[int, type[np.unsignedinteger[Any]]] = {8: np.uint8, 16: np.uint16}
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _jit(func: _F) -> _F:
+def jit(func: _F) -> _F:
     """``numba.njit(nogil=True)``, with an on-disk cache when numba can locate one."""
     try:
         return cast(_F, numba.njit(nogil=True, cache=True)(func))
@@ -124,7 +124,7 @@ def tables(degree: int) -> Tables:
 _B = np.uint64(255)
 
 
-@_jit
+@jit
 def _transpose8(x: np.uint64) -> np.uint64:  # pragma: no cover - numba
     """Transpose an 8 x 8 bit matrix held in a word: bit ``8 i + j`` goes to bit ``8 j + i``."""
     t = (x ^ (x >> np.uint64(7))) & np.uint64(0x00AA00AA00AA00AA)
@@ -135,7 +135,7 @@ def _transpose8(x: np.uint64) -> np.uint64:  # pragma: no cover - numba
     return x ^ t ^ (t << np.uint64(28))  # type: ignore[no-any-return]
 
 
-@_jit
+@jit
 def _pack(b: np.ndarray, n_planes: int, n_words: int) -> np.ndarray:  # pragma: no cover - numba
     """Bit-planes of ``b`` (k, n): bit ``s`` of ``out[k, r, w]`` is bit ``r`` of ``b[k, 64 w + s]``.
 
@@ -166,7 +166,7 @@ def _pack(b: np.ndarray, n_planes: int, n_words: int) -> np.ndarray:  # pragma: 
     return out
 
 
-@_jit
+@jit
 def _unpack(acc: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
     """Inverse of :func:`_pack`: bit-planes ``acc`` (m, l, W) into the words ``out`` (m, n)."""
     m, n_planes, _ = acc.shape
@@ -193,7 +193,7 @@ def _unpack(acc: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - num
                     out[i, j0 + s] = (y >> np.uint64(8 * s)) & _B
 
 
-@_jit
+@jit
 def _lowbit() -> np.ndarray:  # pragma: no cover - numba
     """Index of the lowest set bit of 1..255 (entry 0 unused)."""
     out = np.zeros(256, dtype=np.int64)
@@ -205,7 +205,7 @@ def _lowbit() -> np.ndarray:  # pragma: no cover - numba
     return out
 
 
-@_jit
+@jit
 def _build(
     planes: np.ndarray, k0: int, kc: int, tab: np.ndarray, low: np.ndarray
 ) -> None:  # pragma: no cover - numba
@@ -266,7 +266,7 @@ def _build(
 # GF(2^8) kernels
 
 
-@_jit
+@jit
 def _sliced8(
     a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
 ) -> np.ndarray:  # pragma: no cover - numba
@@ -383,7 +383,7 @@ def _sliced8(
     return acc
 
 
-@_jit
+@jit
 def _direct8(a: np.ndarray, b: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pragma: no cover
     """``a @ b`` over GF(2^8) by table rows: ``out[i, :] ^= MT[a[i, k]][b[k, :]]``."""
     m, k = a.shape
@@ -400,7 +400,7 @@ def _direct8(a: np.ndarray, b: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pra
     return out
 
 
-@_jit
+@jit
 def _matvec8(a: np.ndarray, x: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pragma: no cover
     """``a @ x`` over GF(2^8) for a vector ``x``; four rows at a time share ``MT[x[k]]``."""
     m, k = a.shape
@@ -433,7 +433,7 @@ def _matvec8(a: np.ndarray, x: np.ndarray, mt: np.ndarray) -> np.ndarray:  # pra
 # GF(2^16) kernels
 
 
-@_jit
+@jit
 def _sliced16(
     a: np.ndarray, planes: np.ndarray, rows: np.ndarray, chunk: int
 ) -> np.ndarray:  # pragma: no cover - numba
@@ -588,7 +588,7 @@ def _sliced16(
     return acc
 
 
-@_jit
+@jit
 def _direct16(
     a: np.ndarray, b: np.ndarray, log: np.ndarray, exp: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - numba
@@ -611,7 +611,7 @@ def _direct16(
     return out
 
 
-@_jit
+@jit
 def _matvec16(
     a: np.ndarray, x: np.ndarray, log: np.ndarray, exp: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - numba

@@ -1,7 +1,8 @@
 """Benchmark of the elastic job: heterogeneous vs cyclic, and framework overhead.
 
 Runs mpiexec itself (all figures from one run of this script):
-1. the seed schedule (SPEC A.4) under the heterogeneous and the cyclic policy,
+1. the worked example's schedule (docs/theory.md, A.4) under the heterogeneous and the
+   cyclic policy,
    with ``t_row`` chosen so that every step lasts at least 0.2 s;
 2. the framework overhead per step at ``t_row = 0`` with N = 6 (7 ranks) and
    N = 15 (16 ranks), over many steps of random preemption.

@@ -207,6 +207,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mpiexec run")
     ap.add_argument("--no-planner", action="store_true", help="skip the planner timings")
+    ap.add_argument("--no-coded", action="store_true",
+                    help="skip the coded shuffle parts (bcast over p2p, K=18 plan build)")
     ap.add_argument("--plot", type=Path, help="draw overhead against ranks (PNG)")
     args = ap.parse_args()
     worlds = [int(x) for x in args.worlds.split(",")]
@@ -237,6 +239,16 @@ def main() -> int:
                 results[key] = round(ms, 3)
                 say(f"planner N={n} available={n_avail} L={L} "
                     f"{'exact' if rows is None else f'rows={rows}'}: {ms:.2f} ms")
+    if not args.no_coded:
+        import bench_multicast
+
+        say("coded shuffle: bcast against p2p (K=9, q=6, mu=1/3 unified)")
+        mc = bench_multicast.measure_bcast_over_p2p()
+        results["bcast_over_p2p_shuffle"] = mc["bcast_over_p2p_shuffle"]
+        say(f"bcast_over_p2p_shuffle = {mc['bcast_over_p2p_shuffle']}")
+        pb = bench_multicast.measure_plan_build_k18()
+        results["plan_build_s_K18"] = pb["plan_build_s_K18"]
+        say(f"plan_build_s_K18 = {pb['plan_build_s_K18']}")
     results["loadavg_end"] = round(os.getloadavg()[0], 2)
     if args.plot:
         plot(results, worlds, waits, args.plot)

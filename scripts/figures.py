@@ -735,12 +735,41 @@ def draw_all(plt: Any, groups: dict[str, list[Any]], out_dir: Path) -> dict[str,
     return summary
 
 
+def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, Any]:
+    """BDC over unified, encode + reduce, against ``T`` with RS codes (docs/theory.md
+    (C.1), (C.4)): measured and the calibrated model, from ``scripts/bench_coded.py``'s last
+    JSON line (``bdc_over_unified_measured``, ``bdc_over_unified_model``, objects keyed by
+    ``T``).  Draw it with
+    ``figure_rs_bdc_vs_T(plt, json.loads(line), Path("rs_bdc_vs_T.png"))``."""
+    meas = {int(T): float(v) for T, v in bench["bdc_over_unified_measured"].items()}
+    model = {int(T): float(v) for T, v in bench["bdc_over_unified_model"].items()}
+    Ts = sorted(meas)
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ax.plot(Ts, [meas[T] for T in Ts], "o-", label="measured")
+    ax.plot(Ts, [model[T] for T in Ts], "s--", label="calibrated model")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("partitions T")
+    ax.set_ylabel("BDC / unified, encode + reduce")
+    m = bench.get("scaled_m", "?")
+    ax.set_title(f"RS codes over GF(2^16), m = n = N = {m}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return {"png": str(out), "T": Ts, "measured": [meas[T] for T in Ts],
+            "model": [model[T] for T in Ts]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--run", action="store_true", help="launch the jobs (mpiexec), then draw")
     mode.add_argument("--results", nargs="+", type=Path, metavar="FILE",
                       help="JSON-lines results to draw (one figure's data per file)")
+    mode.add_argument("--rs-bench", type=Path, metavar="FILE", default=None,
+                      help="the output of scripts/bench_coded.py (its last line): draw "
+                           "rs_bdc_vs_T.png, BDC over unified with Reed-Solomon codes")
     ap.add_argument("--small", action="store_true",
                     help="with --run: a tiny version (float64, few ranks; well under a minute)")
     ap.add_argument("--out", type=Path, required=True, help="directory for the PNGs")
@@ -759,7 +788,15 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             raise FigError("matplotlib is not installed (pip install matplotlib, or the "
                            "'plot' extra)") from None
-        if args.run:
+        if args.rs_bench is not None:
+            lines = [ln for ln in args.rs_bench.read_text().splitlines()
+                     if ln.startswith("{")]
+            if not lines:
+                raise FigError(f"{args.rs_bench}: no JSON line (the bench's output?)")
+            args.out.mkdir(parents=True, exist_ok=True)
+            summary = figure_rs_bdc_vs_T(plt, json.loads(lines[-1]),
+                                         args.out / "rs_bdc_vs_T.png")
+        elif args.run:
             preset = PRESETS["small" if args.small else "full"]
             with tempfile.TemporaryDirectory() as d:
                 files = run_all(preset, Path(d))
@@ -779,32 +816,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(summary))
     return 0
-
-
-def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, Any]:
-    """BDC over unified, encode + reduce, against ``T`` with RS codes (docs/theory.md
-    (C.1), (C.4)): measured and the calibrated model, from ``scripts/bench_coded.py``'s last
-    JSON line (``bdc_over_unified_measured``, ``bdc_over_unified_model``, objects keyed by
-    ``T``).  Draw it with
-    ``figure_rs_bdc_vs_T(plt, json.loads(line), Path("rs_bdc_vs_T.png"))``."""
-    meas = {int(T): float(v) for T, v in bench["bdc_over_unified_measured"].items()}
-    model = {int(T): float(v) for T, v in bench["bdc_over_unified_model"].items()}
-    Ts = sorted(meas)
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.plot(Ts, [meas[T] for T in Ts], "o-", label="measured")
-    ax.plot(Ts, [model[T] for T in sorted(model)], "s--", label="calibrated model")
-    ax.axhline(1.0, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("partitions T")
-    ax.set_ylabel("BDC / unified, encode + reduce")
-    m = bench.get("scaled_m", "?")
-    ax.set_title(f"RS codes over GF(2^16), m = n = N = {m}")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return {"png": str(out), "T": Ts, "measured": [meas[T] for T in Ts],
-            "model": [model[T] for T in Ts]}
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The elastic-computing planner against the seed's worked example (SPEC A.4)."""
+"""The elastic-computing planner against the worked example of the heterogeneous CEC paper
+(docs/theory.md, A.4)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mpi_coded.cli import main
 
 SPEEDS = {1: F(1), 2: F(1), 3: F(3, 2), 4: F(3, 2), 5: F(2), 6: F(2)}
 
-# SPEC A.4: step, available, mu, row sets (fraction -> machines)
+# docs/theory.md (A.4): step, available, mu, row sets (fraction -> machines)
 SEED_TABLE = [
     ([1, 2, 3, 4, 5, 6], ["1/3", "1/3", "1/2", "1/2", "2/3", "2/3"],
      [("1/3", [1, 5, 6]), ("1/3", [2, 3, 4]), ("1/6", [3, 5, 6]), ("1/6", [4, 5, 6])]),

@@ -40,10 +40,17 @@ def true_speeds(cfg: CECConfig, faults: Sequence[Fault], step: int,
                 available: Sequence[int]) -> dict[int, Fraction]:
     """Every machine's real throttle speed at ``step`` (exact where the inputs are)."""
     slowed = set(stragglers_at(cfg, step, available))
-    out: dict[int, Fraction] = {}
-    for n, s in cfg.speed_map.items():
-        v = Fraction(s) / Fraction(slow_factor(faults, n)) * Fraction(drift_factor(faults, n, step))
-        if n in slowed:
-            v /= Fraction(cfg.straggler_factor)
-        out[n] = v
-    return out
+    return {n: _speed(cfg, faults, step, n, n in slowed) for n in cfg.speed_map}
+
+
+def true_speed(cfg: CECConfig, faults: Sequence[Fault], step: int, available: Sequence[int],
+               machine: int) -> Fraction:
+    """Machine ``machine``'s real throttle speed at ``step`` (:func:`true_speeds` of one)."""
+    return _speed(cfg, faults, step, machine, machine in stragglers_at(cfg, step, available))
+
+
+def _speed(cfg: CECConfig, faults: Sequence[Fault], step: int, n: int, slowed: bool
+           ) -> Fraction:
+    v = Fraction(cfg.speed_map[n]) / Fraction(slow_factor(faults, n)) \
+        * Fraction(drift_factor(faults, n, step))
+    return v / Fraction(cfg.straggler_factor) if slowed else v

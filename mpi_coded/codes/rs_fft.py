@@ -54,15 +54,14 @@ import functools
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Sequence
+from typing import Any
 
-import numba
 import numpy as np
 
 from mpi_coded.codes.cantor import phi_table
 from mpi_coded.errors import require
-from mpi_coded.gf_kernels import tables
+from mpi_coded.gf_kernels import jit, tables
 
 __all__ = ["RSCode", "fft_decode_ops", "fft_encode_ops", "generator_decode_ops",
            "generator_encode_ops", "warm_up"]
@@ -72,15 +71,6 @@ Q = ORDER - 1  # order of the multiplicative group: logarithms live modulo Q
 PATTERN_CACHE = 32  # erasure patterns (locator logarithms) remembered per code
 SPLIT_MIN = 1024  # butterfly blocks of at least this many words multiply with split tables
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _jit(func: _F) -> _F:
-    """``numba.njit(nogil=True)``, with an on-disk cache when numba can locate one."""
-    try:
-        return cast(_F, numba.njit(nogil=True, cache=True)(func))
-    except Exception:  # no writable cache location: compile per process instead
-        return cast(_F, numba.njit(nogil=True)(func))
 
 
 def _pow2(x: int) -> int:
@@ -113,7 +103,7 @@ def _walsh_point_logs(m: int) -> np.ndarray:
 # kernels
 
 
-@_jit
+@jit
 def _split_tables(ls: int, log_t: np.ndarray, exp_t: np.ndarray, lo_t: np.ndarray,
                   hi_t: np.ndarray) -> None:  # pragma: no cover - numba
     """``lo_t[b] = c b`` and ``hi_t[b] = c (b << 8)`` for bytes ``b``, ``c = exp(ls)``.
@@ -133,7 +123,7 @@ def _split_tables(ls: int, log_t: np.ndarray, exp_t: np.ndarray, lo_t: np.ndarra
             hi_t[b] = hi_t[b ^ low] ^ hi_t[low]
 
 
-@_jit
+@jit
 def _transform(w: np.ndarray, off: int, lo: int, hi: int, inverse: bool, log_t: np.ndarray,
                exp_t: np.ndarray, plog: np.ndarray) -> None:  # pragma: no cover - numba
     """In place on the ``2^m`` rows of ``w`` (``2^m`` divides ``off``).
@@ -207,7 +197,7 @@ def _ifft(w: np.ndarray, off: int, lo: int, hi: int, log_t: np.ndarray, exp_t: n
     _transform(w, off, lo, hi, True, log_t, exp_t, plog)
 
 
-@_jit
+@jit
 def _ifft_sum(data: np.ndarray, acc: np.ndarray, tmp: np.ndarray, off: int, log_t: np.ndarray,
               exp_t: np.ndarray, plog: np.ndarray) -> None:  # pragma: no cover - numba
     """``acc = XOR over chunks c of IFFT_{off + c size}(chunk c of data)`` (``size = len(acc)``).
@@ -230,7 +220,7 @@ def _ifft_sum(data: np.ndarray, acc: np.ndarray, tmp: np.ndarray, off: int, log_
                     a[c] ^= t[c]
 
 
-@_jit
+@jit
 def _fft_chunks(w: np.ndarray, size: int, off: int, count: int, log_t: np.ndarray,
                 exp_t: np.ndarray, plog: np.ndarray) -> None:  # pragma: no cover - numba
     """FFT chunk ``c`` (rows ``c size ..``) of ``w`` in place at ``off + c size``.
@@ -242,7 +232,7 @@ def _fft_chunks(w: np.ndarray, size: int, off: int, count: int, log_t: np.ndarra
                    log_t, exp_t, plog)
 
 
-@_jit
+@jit
 def _formal_derivative(w: np.ndarray) -> None:  # pragma: no cover - numba
     """In place, novel basis: ``D'_t = XOR of D_{t + 2^j}`` over the clear bits ``j`` of ``t``.
 
@@ -266,7 +256,7 @@ def _formal_derivative(w: np.ndarray) -> None:  # pragma: no cover - numba
             bit <<= 1
 
 
-@_jit
+@jit
 def _fwht(a: np.ndarray) -> None:  # pragma: no cover - numba
     """Walsh-Hadamard transform over the integers, in place (length a power of two)."""
     n = a.size
@@ -281,7 +271,7 @@ def _fwht(a: np.ndarray) -> None:  # pragma: no cover - numba
         h *= 2
 
 
-@_jit
+@jit
 def _locator_logs(erased: np.ndarray, walsh: np.ndarray,
                   inv_n: int) -> np.ndarray:  # pragma: no cover - numba
     """``lam_i = sum_{e erased} L(i ^ e) mod Q``: XOR convolution via two FWHTs (``H H = N``)."""
@@ -296,7 +286,7 @@ def _locator_logs(erased: np.ndarray, walsh: np.ndarray,
     return a
 
 
-@_jit
+@jit
 def _scatter_scaled(w: np.ndarray, idx: np.ndarray, src: np.ndarray, rows: np.ndarray,
                     logs: np.ndarray, log_t: np.ndarray,
                     exp_t: np.ndarray) -> None:  # pragma: no cover - numba
@@ -310,7 +300,7 @@ def _scatter_scaled(w: np.ndarray, idx: np.ndarray, src: np.ndarray, rows: np.nd
             out[c] = exp_t[log_t[row[c]] + ls]
 
 
-@_jit
+@jit
 def _gather_scaled(out: np.ndarray, rows: np.ndarray, w: np.ndarray, idx: np.ndarray,
                    logs: np.ndarray, log_t: np.ndarray,
                    exp_t: np.ndarray) -> None:  # pragma: no cover - numba

@@ -281,6 +281,13 @@ class Scheme:
         """The model of a dense code reads ``r = m K / q``: ``q`` divides ``m K``."""
         require((p.m * p.K) % p.q == 0, "m", f"q = {p.q} must divide m K", p.m)
 
+    def check_equal_batches(self, p: CodedParams) -> None:
+        """:meth:`check_model_sizes`, and ``r = m K / q`` in ``C(K, mu q)`` equal batches
+        (for a model that reads the batches: bdc's ``P``, lt's stored rows)."""
+        Scheme.check_model_sizes(self, p)
+        require(p.r % p.n_batches == 0, "m",
+                f"r = m K/q must split into C(K, mu q) = {p.n_batches} equal batches", p.m)
+
     def check_model_extra(self, p: CodedParams, eps: float | None, c: float,
                           delta: float) -> None:
         """Scheme-specific rules of an analytic setting (none)."""

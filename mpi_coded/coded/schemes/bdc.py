@@ -60,10 +60,8 @@ class BlockDiagonal(Scheme):
         require(p.r % p.T == 0, "T", f"T must divide r = {p.r}", p.T)
 
     def check_model_sizes(self, p: CodedParams) -> None:
-        """``r = m K / q`` in ``C(K, mu q)`` equal batches (the model reads ``P``)."""
-        super().check_model_sizes(p)
-        require(p.r % p.n_batches == 0, "m",
-                f"r = m K/q must split into C(K, mu q) = {p.n_batches} equal batches", p.m)
+        """Equal batches (the model reads ``P``)."""
+        self.check_equal_batches(p)
 
     def check_model_extra(self, p: CodedParams, eps: float | None, c: float,
                           delta: float) -> None:

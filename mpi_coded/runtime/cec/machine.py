@@ -38,7 +38,7 @@ from mpi4py import MPI
 
 from mpi_coded.cec.compute import range_product
 from mpi_coded.cec.config import CECConfig
-from mpi_coded.cec.scenario import true_speeds
+from mpi_coded.cec.scenario import true_speed
 from mpi_coded.faults import Fault
 from mpi_coded.fields import get_field
 from mpi_coded.runtime.cec.tasks import merged_ranges, part_aux
@@ -68,14 +68,19 @@ class Machine:
         self.peers: dict[int, Inbox] = {}
         self.per_step = 2 if cfg.workload == "linreg" else 1
         self.blocks: list[np.ndarray] = []  # linreg: [block of X, block of X^T]
+        self._speed: tuple[int, float] = (-1, 1.0)  # (step, speed) cache of speed()
 
     def real_step(self, vstep: int) -> int:
         """The job's step of a wire step (linreg: two wire steps per step)."""
         return (vstep + self.per_step - 1) // self.per_step
 
     def speed(self, step: int) -> float:
-        avail = self.schedule[step - 1] if step <= len(self.schedule) else ()
-        return float(true_speeds(self.cfg, self.faults, step, avail)[self.rank])
+        """This machine's throttle speed at ``step`` (computed once per step)."""
+        if self._speed[0] != step:
+            avail = self.schedule[step - 1] if step <= len(self.schedule) else ()
+            self._speed = (step, float(true_speed(self.cfg, self.faults, step, avail,
+                                                  self.rank)))
+        return self._speed[1]
 
     def next_order(self, kinds: set[P.Kind] = ORDERS, step: int | None = None,
                    what: str = "the master's next order") -> Msg:

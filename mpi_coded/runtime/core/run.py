@@ -17,7 +17,7 @@ from mpi4py import MPI
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import run_context
 from mpi_coded.runtime.core.guard import Phase, guarded
-from mpi_coded.runtime.core.wait import configure
+from mpi_coded.runtime.core.wait import POLICY, configure
 
 
 def check_world(comm: MPI.Comm, size: int, rule: str) -> None:
@@ -28,10 +28,11 @@ def check_world(comm: MPI.Comm, size: int, rule: str) -> None:
 
 
 def run_record(comm: MPI.Comm) -> dict[str, Any]:
-    """Host, versions, MPI library and world size, for the results' config line."""
+    """Host, versions, MPI library, world size and the resolved waiting strategy, for the
+    results' config line."""
     ctx = run_context()
     ctx.update(mpi=MPI.Get_library_version().splitlines()[0].strip(),
-               world_size=comm.Get_size())
+               world_size=comm.Get_size(), **POLICY.to_dict())
     return ctx
 
 
