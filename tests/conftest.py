@@ -97,10 +97,48 @@ def run_cmd(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_tree(proc.pid)
         out, err = proc.communicate()
         pytest.fail(f"timed out after {timeout} s: {' '.join(cmd)}\n{out}\n{err}")
+    except BaseException:  # pytest-timeout, Ctrl-C: leave no launcher or rank behind
+        kill_tree(proc.pid)
+        proc.communicate()
+        raise
     return Run(proc.returncode, out, err)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc), whatever its process group."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid``'s process group and every descendant (ranks may sit in groups of
+    their own under some launchers)."""
+    victims = _descendants(pid)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for v in victims:
+        try:
+            os.kill(v, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def run_mpi(n: int, args: list[str], timeout: float = 120.0,
