@@ -151,7 +151,7 @@ ORDER_DEPENDENT = ("multicast_values", "unicast_values", "load_measured",
 ORDER_FREE_SCHEMES = ("uc", "cmr", "sc", "unified")
 
 
-# --- dropping paths (the test has its own copy of drop_paths) ------------------------
+# --- dropping paths (tests/test_golden_outputs.py uses this drop_paths too) -----------
 
 def drop_paths(obj: Any, patterns: list[list[str]]) -> Any:
     """``obj`` without the keys at ``patterns`` (lists of keys, ``"*"`` any key)."""

@@ -22,7 +22,10 @@ from typing import Any
 
 import pytest
 
-from conftest import run_cmd, run_mpi
+from conftest import ROOT, run_cmd, run_mpi
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_golden import drop_paths  # noqa: E402  (the generator's own rule, not a copy)
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 PURE = json.loads((GOLDEN / "pure_commands.json").read_text())
@@ -97,19 +100,6 @@ def test_pure_command_as_its_own_process(name: str) -> None:
     r = run_cmd([sys.executable, "-m", "mpi_coded", *PURE[name]["argv"]], timeout=60,
                 env=ONE_THREAD)
     check_pure(name, {"stdout": r.stdout, "returncode": r.returncode, "stderr": r.stderr})
-
-
-def drop_paths(obj: Any, patterns: list[list[str]]) -> Any:
-    """``obj`` without the keys at ``patterns`` (lists of keys, ``"*"`` any key)."""
-    if not isinstance(obj, dict):
-        return obj
-    out = {}
-    for k, v in obj.items():
-        tails = [p[1:] for p in patterns if p and p[0] in ("*", k)]
-        if any(not t for t in tails):
-            continue
-        out[k] = drop_paths(v, tails) if tails else v
-    return out
 
 
 FLOAT_RTOL = 1e-9
