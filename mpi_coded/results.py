@@ -505,6 +505,10 @@ class ElasticJob:
     steps: list[ElasticStep] = dataclasses.field(default_factory=list)
     summary: ElasticSummary | None = None
 
+    @property
+    def items(self) -> list[ElasticStep]:
+        return self.steps
+
 
 @dataclasses.dataclass
 class CodedJob:
@@ -514,35 +518,35 @@ class CodedJob:
     runs: list[CodedRun] = dataclasses.field(default_factory=list)
     summary: CodedSummary | None = None
 
+    @property
+    def items(self) -> list[CodedRun]:
+        return self.runs
 
-def elastic_jobs(lines: Iterable[dict[str, Any]]) -> list[ElasticJob]:
-    """The elastic jobs in ``lines``, in order (a config line starts one; step lines before
-    any config line are left out)."""
-    jobs: list[ElasticJob] = []
-    for r in records(lines, job=CEC):
+
+def _jobs(lines: Iterable[dict[str, Any]], job: str, item_kind: str, make: Any,
+          config_cls: Any, item_cls: Any, summary_cls: Any) -> list[Any]:
+    """Group ``job``'s lines: a config line starts a job (``make(config)``), then its
+    ``item_kind`` lines (steps or runs) and its summary; lines before any config are left out."""
+    jobs: list[Any] = []
+    for r in records(lines, job=job):
         kind = kind_of(r)
         if kind == CONFIG:
-            jobs.append(ElasticJob(ElasticConfig.from_record(r)))
-        elif kind == STEP and jobs:
-            jobs[-1].steps.append(ElasticStep.from_record(r))
+            jobs.append(make(config_cls.from_record(r)))
+        elif kind == item_kind and jobs:
+            jobs[-1].items.append(item_cls.from_record(r))
         elif kind == SUMMARY and jobs:
-            jobs[-1].summary = ElasticSummary.from_record(r)
+            jobs[-1].summary = summary_cls.from_record(r)
     return jobs
+
+
+def elastic_jobs(lines: Iterable[dict[str, Any]]) -> list[ElasticJob]:
+    """The elastic jobs in ``lines``, in order (config, step lines, summary)."""
+    return _jobs(lines, CEC, STEP, ElasticJob, ElasticConfig, ElasticStep, ElasticSummary)
 
 
 def coded_jobs(lines: Iterable[dict[str, Any]]) -> list[CodedJob]:
-    """The coded jobs in ``lines``, in order (a config line starts one; run lines before
-    any config line are left out)."""
-    jobs: list[CodedJob] = []
-    for r in records(lines, job=CODED):
-        kind = kind_of(r)
-        if kind == CONFIG:
-            jobs.append(CodedJob(CodedConfig.from_record(r)))
-        elif kind == RUN and jobs:
-            jobs[-1].runs.append(CodedRun.from_record(r))
-        elif kind == SUMMARY and jobs:
-            jobs[-1].summary = CodedSummary.from_record(r)
-    return jobs
+    """The coded jobs in ``lines``, in order (config, run lines, summary)."""
+    return _jobs(lines, CODED, RUN, CodedJob, CodedConfig, CodedRun, CodedSummary)
 
 
 # ------------------------------------------------------------------------------------------
