@@ -34,7 +34,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-__all__ = ["POLYS", "gf_matmul", "gf_matvec", "jit", "tables", "warm_up"]
+__all__ = ["POLYS", "gf_matmul", "gf_matvec", "jit", "product_ns", "tables", "warm_up"]
 
 #: galois's default irreducible (primitive) polynomial of GF(2^degree), ``x`` primitive.
 POLYS: dict[int, int] = {8: 0x11D, 16: 0x1002D}
@@ -682,17 +682,29 @@ def _sliced_cost(rows: int, k: int, cols: int, degree: int) -> float:
     )
 
 
+def _kernel_costs(m: int, k: int, n: int, degree: int) -> dict[str, float]:
+    """Estimated ns of an (m, k) @ (k, n) product on each kernel."""
+    c = _COST[degree]
+    return {
+        "direct": (c["matvec"] if n == 1 else c["direct"]) * m * k * n,
+        "sliced": _sliced_cost(m, k, n, degree),
+        # transposed: (b^T a^T)^T, packing a's m columns; pays for three transposed copies
+        "sliced_t": _sliced_cost(n, k, m, degree) + c["copy"] * (m * k + k * n + m * n),
+    }
+
+
 def _choose(m: int, k: int, n: int, degree: int) -> str:
     """Cheapest kernel for an (m, k) @ (k, n) product: "direct", "sliced" or "sliced_t"."""
-    c = _COST[degree]
-    direct = (c["matvec"] if n == 1 else c["direct"]) * m * k * n
-    sliced = _sliced_cost(m, k, n, degree)
-    # transposed: (b^T a^T)^T, packing a's m columns; pays for three transposed copies
-    sliced_t = _sliced_cost(n, k, m, degree) + c["copy"] * (m * k + k * n + m * n)
-    best = min(direct, sliced, sliced_t)
-    if best == direct:
-        return "direct"
-    return "sliced" if best == sliced else "sliced_t"
+    costs = _kernel_costs(m, k, n, degree)
+    return min(costs, key=costs.__getitem__)
+
+
+def product_ns(m: int, k: int, n: int, degree: int) -> float:
+    """Estimated nanoseconds of an ``(m, k) @ (k, n)`` product on the kernel :func:`gf_matmul`
+    picks (the development machine's costs; a calibration scales them to this one)."""
+    if m <= 0 or k <= 0 or n <= 0:
+        return 0.0
+    return float(min(_kernel_costs(m, k, n, degree).values()))
 
 
 def _sliced(a: np.ndarray, b: np.ndarray, degree: int, chunk: int | None = None) -> np.ndarray:

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +25,34 @@ def mpiexec() -> str:
     return found
 
 
-def run_mpi(n: int, args: list[str], timeout: float = 600.0) -> None:
-    """``mpiexec -n n python -m mpi_coded ARGS`` in its own process group, with a timeout."""
+def run_mpi(n: int, args: list[str], timeout: float = 600.0, stream: bool = False) -> None:
+    """``mpiexec -n n python -m mpi_coded ARGS`` in its own process group, with a timeout;
+    ``stream``: forward its output line by line as it comes (long jobs' progress)."""
     cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "mpi_coded", *args]
     proc = subprocess.Popen(cmd, start_new_session=True, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if stream:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            else:
+                lines.append(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        proc.wait()
         raise SystemExit(f"timed out: {' '.join(cmd)}") from None
-    sys.stdout.write(out)
+    finally:
+        reader.join(timeout=10)
+    sys.stdout.write("".join(lines))
     sys.stdout.flush()
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")

@@ -761,6 +761,33 @@ def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, 
             "model": [model[T] for T in Ts]}
 
 
+def figure_paper_phases(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, Any]:
+    """The paper's setting (``scripts/bench_paper.py``'s last JSON line): measured encode
+    and reduce seconds of unified (T = 1) and BDC against ``T``, each beside the
+    calibrated model's (docs/theory.md (C.4))."""
+    rows = {int(T): r for T, r in bench["paper"].items()}
+    Ts = sorted(rows)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for ph, color in (("encode", "C0"), ("reduce", "C1")):
+        ax.plot(Ts, [rows[T][f"{ph}_s"] for T in Ts], "o-", color=color,
+                label=f"{ph}, measured")
+        ax.plot(Ts, [rows[T][f"model_{ph}_s"] for T in Ts], "s--", color=color,
+                label=f"{ph}, calibrated model")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("partitions T (1: unified)")
+    ax.set_ylabel(f"seconds (9 servers on {bench.get('cores', 0)} cores)")
+    ax.set_title("K = 9, q = 6, mu = 1/3, m = n = N = 6000, GF(2^16)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return {"png": str(out), "T": Ts,
+            **{f"{ph}_{w}": [rows[T][f"{pre}{ph}_s"] for T in Ts]
+               for ph in ("encode", "reduce")
+               for w, pre in (("measured", ""), ("model", "model_"))}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = ap.add_mutually_exclusive_group(required=True)
@@ -770,6 +797,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--rs-bench", type=Path, metavar="FILE", default=None,
                       help="the output of scripts/bench_coded.py (its last line): draw "
                            "rs_bdc_vs_T.png, BDC over unified with Reed-Solomon codes")
+    mode.add_argument("--paper-bench", type=Path, metavar="FILE", default=None,
+                      help="the output of scripts/bench_paper.py (its last line): draw "
+                           "rs_paper_phases.png and rs_bdc_vs_T_paper.png")
     ap.add_argument("--small", action="store_true",
                     help="with --run: a tiny version (float64, few ranks; well under a minute)")
     ap.add_argument("--out", type=Path, required=True, help="directory for the PNGs")
@@ -788,14 +818,24 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             raise FigError("matplotlib is not installed (pip install matplotlib, or the "
                            "'plot' extra)") from None
-        if args.rs_bench is not None:
-            lines = [ln for ln in args.rs_bench.read_text().splitlines()
-                     if ln.startswith("{")]
+        bench_file = args.rs_bench or args.paper_bench
+        if bench_file is not None:
+            lines = [ln for ln in bench_file.read_text().splitlines() if ln.startswith("{")]
             if not lines:
-                raise FigError(f"{args.rs_bench}: no JSON line (the bench's output?)")
+                raise FigError(f"{bench_file}: no JSON line (the bench's output?)")
             args.out.mkdir(parents=True, exist_ok=True)
-            summary = figure_rs_bdc_vs_T(plt, json.loads(lines[-1]),
-                                         args.out / "rs_bdc_vs_T.png")
+            bench = json.loads(lines[-1])
+            if args.rs_bench is not None:
+                summary = figure_rs_bdc_vs_T(plt, bench, args.out / "rs_bdc_vs_T.png")
+            else:
+                if "paper" not in bench:
+                    raise FigError(f"{bench_file}: not scripts/bench_paper.py's output")
+                summary = {"phases": figure_paper_phases(
+                    plt, bench, args.out / "rs_paper_phases.png")}
+                if "bdc_over_unified_measured" in bench:
+                    summary["ratio"] = figure_rs_bdc_vs_T(
+                        plt, {**bench, "scaled_m": 6000},
+                        args.out / "rs_bdc_vs_T_paper.png")
         elif args.run:
             preset = PRESETS["small" if args.small else "full"]
             with tempfile.TemporaryDirectory() as d:

@@ -9,7 +9,6 @@ import json
 import numpy as np
 import pytest
 
-from mpi_coded.analysis import calibration
 from mpi_coded.analysis.model import model_params, predict
 from mpi_coded.cli.main import main as cli_main
 from mpi_coded.coded.code import algorithm_mask, algorithm_names, build_code
@@ -133,25 +132,6 @@ def test_model_cli_l_and_bad_input(capsys):
     with pytest.raises(SystemExit) as exc:
         cli_main([*base, "--convention", "x"])
     assert exc.value.code == 2
-
-
-# --- calibration --------------------------------------------------------------------
-
-def test_calibration_file_round_trip_and_prediction(tmp_path):
-    table = {k: 1e-9 for k in calibration.KEYS}
-    path = tmp_path / "cal.json"
-    calibration.write(table, path)
-    assert calibration.load(path) == table
-    p = coded_params("unified", 9, 6, "1/3", 60, 1440, 1440, field="gf2^16")
-    secs = calibration.predict_seconds(p, table, cores=2)
-    assert secs["encoder"] == "rs_fft" and secs["decoder"] == "rs_fft"
-    assert secs["wall"]["encode"] == pytest.approx(secs["per_server"]["encode"] * 4.5)
-    alone = calibration.predict_seconds(p, table)  # a core per server
-    assert alone["wall"]["reduce"] == pytest.approx(alone["per_server"]["reduce"])
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"seconds_per_op": {**table, "call": -1}}))
-    with pytest.raises(ConfigError, match="calibration"):
-        calibration.load(bad)
 
 
 # --- bad input of the job ---------------------------------------------------------------

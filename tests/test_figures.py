@@ -88,3 +88,25 @@ def test_results_without_usable_lines_is_one_line_error(tmp_path: Path) -> None:
     r = run_cmd([sys.executable, SCRIPT, "--results", str(garbled), "--out", str(tmp_path)],
                 timeout=60)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_bench_outputs_are_drawn(tmp_path: Path) -> None:
+    """--rs-bench and --paper-bench draw the RS figures from the benches' last JSON lines."""
+    paper = {"cores": 2, "paper": {
+        str(T): {"encode_s": e, "model_encode_s": e * 0.8, "reduce_s": r,
+                 "model_reduce_s": r * 0.7}
+        for T, e, r in ((1, 0.9, 0.6), (10, 0.8, 0.5), (1000, 0.3, 0.25))},
+        "bdc_over_unified_measured": {"10": 0.87, "1000": 0.37},
+        "bdc_over_unified_model": {"10": 0.9, "1000": 0.4}}
+    src = tmp_path / "paper.txt"
+    src.write_text("progress line\n" + json.dumps(paper) + "\n")
+    r = run_cmd([sys.executable, SCRIPT, "--paper-bench", str(src), "--out",
+                 str(tmp_path / "png")], timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in ("rs_paper_phases.png", "rs_bdc_vs_T_paper.png"):
+        assert (tmp_path / "png" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = tmp_path / "bad.txt"
+    bad.write_text(json.dumps({"bdc_over_unified_measured": {}}) + "\n")
+    r = run_cmd([sys.executable, SCRIPT, "--paper-bench", str(bad), "--out",
+                 str(tmp_path / "png")], timeout=120)
+    assert r.returncode != 0 and "bench_paper.py" in r.stderr

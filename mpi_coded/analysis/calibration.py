@@ -3,23 +3,26 @@
 The delay model counts field operations (docs/theory.md (B.6)); the runtime measures
 seconds, and its kernels cost very different seconds per operation: the bit-sliced GF
 products of encode and map, the RS FFT codec (:mod:`mpi_coded.codes.rs_fft`), the
-generator path's inverses (galois).  :func:`measure` times each on this machine and
-:func:`write` stores the table as a small JSON file (``mpi-coded model --calibrate``);
-:func:`load` reads it back (``model --calibration FILE``) and :func:`predict_seconds`
-predicts every phase of a job in seconds, costing each phase with the algorithm the
-runtime picks (the cost rule of :mod:`mpi_coded.codes.rs_sub`, with the same table).
+generator path's inverses (galois), the copies around them.  :func:`measure` times each on
+this machine and :func:`write` stores the table as a small JSON file
+(``mpi-coded model --calibrate``); :func:`load` reads it back (``model --calibration
+FILE``) and :func:`predict_seconds` predicts every phase of a job in seconds.
 
-Keys of the table (seconds): ``gf2^8_matmul``, ``gf2^16_matmul`` per multiply-add of a
-product, ``gf2^8_thin``, ``gf2^16_thin`` the same for products of a few rows (the scalar
-kernel: encoding short partitions row by row); ``gf2^8_inverse``, ``gf2^16_inverse`` per
-``k^3`` of a ``k x k`` inverse;
-``rs_fft_encode``, ``rs_fft_decode`` per operation counted by
-:func:`~mpi_coded.codes.rs_fft.fft_encode_ops` / :func:`~mpi_coded.codes.rs_fft.fft_decode_ops`;
-``call`` per sub-code call (the Python work around a kernel, per partition).
+The prediction prices the work the runtime really does (:func:`job_work`): the job's own
+code and placement are built (pure, no MPI), and every server's encoding and every
+reducer's decoding is listed call by call by the code's ``encode_work`` /
+``decode_work`` -- the same decisions its ``encode`` / ``decode`` take (which sub-code,
+FFT or generator path per partition, which partitions share an erasure pattern), with the
+shuffle plan's decode rows for a few seeded finishing orders -- and each call is priced
+with the table (:func:`mpi_coded.codes.work.price`).  Keys of the table: those of
+:data:`mpi_coded.codes.work.DEFAULT_SECONDS`.
 
-When the ``K`` servers share a machine's cores, :func:`predict_seconds` with ``cores`` gives
-the wall time of each phase: a phase in which ``g`` servers compute at once lasts
-``max(1, g / cores)`` times one server's seconds (default: a core per server).
+A phase ends when its slowest server ends.  When the ``K`` servers share a machine's
+``cores`` (``mpiexec -n 10`` on a laptop), they share the cores while they compute: the
+phase lasts the makespan of processor sharing (:func:`shared_wall`: while ``a > cores``
+servers compute, each runs at ``cores / a`` of a core).  ``cores=None``: a core per server
+(a cluster).  Not modelled: the messages of the phase orders and answers (a few ms),
+the master's own work, memory-bandwidth contention between ranks.
 """
 
 from __future__ import annotations
@@ -30,25 +33,20 @@ import math
 import os
 import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mpi_coded.codes.rs_sub import (
-    DEFAULT_SECONDS,
-    fft_decode_seconds,
-    fft_encode_seconds,
-    generator_decode_seconds,
-    generator_encode_seconds,
-    prefer_rs,
-    seconds,
-)
+from mpi_coded.coded.code import CodeWork, PartitionCode, algorithm_mask, algorithm_names
+from mpi_coded.codes import work as W
+from mpi_coded.codes.work import DEFAULT_SECONDS, Work, price, seconds
 from mpi_coded.errors import ConfigError, require
 
 KEYS = tuple(DEFAULT_SECONDS)
-VERSION = 1
+VERSION = 2
 
 
 def _best(fn: Callable[[], object], reps: int = 3) -> float:
@@ -64,10 +62,14 @@ def measure(quick: bool = False) -> dict[str, float]:
     """Seconds per operation of every kernel, measured here (``quick``: smaller shapes)."""
     from mpi_coded.codes import rs_fft
     from mpi_coded.fields import get_field
+    from mpi_coded.gf_kernels import product_ns
 
     rng = np.random.default_rng(0)
     out: dict[str, float] = {}
     rows, inner, cols = (64, 512, 512) if quick else (250, 4096, 1024)
+    # products: the map's shape, a generator row over many partitions (thin), a short
+    # partition's parity rows and inverse product, a long partition's
+    shapes = [(rows, inner, cols), (9, 18, 1800), (18, 18, 300), (180, 180, 300)]
     for deg in (8, 16):
         f = get_field(f"gf2^{deg}")
         f.warm_up()
@@ -79,10 +81,20 @@ def measure(quick: bool = False) -> dict[str, float]:
         thin_b = f.random((18, 8000 if quick else 40000), rng)
         out[f"gf2^{deg}_thin"] = _best(functools.partial(f.matmul, thin_a, thin_b), 3) / (
             thin_b.size)
-        k = 48 if quick else 96
+        took = est = 0.0  # seconds over the kernels' estimate, summed over the shapes
+        for m_, k_, n_ in shapes:
+            x, y = f.random((m_, k_), rng), f.random((k_, n_), rng)
+            took += _best(functools.partial(f.matmul, x, y), 3)
+            est += product_ns(m_, k_, n_, deg)
+        out[f"gf2^{deg}_product"] = took / est
+        # an inverse: k pivot steps of k^2 updates, fitted on two sizes
         f.inv(f.cauchy(4, 4))  # compile galois's inverse before timing it
-        g = f.cauchy(k, k)
-        out[f"gf2^{deg}_inverse"] = _best(functools.partial(f.inv, g), 2) / k**3
+        k1, k2 = (12, 48) if quick else (18, 96)
+        t1 = _best(functools.partial(f.inv, f.cauchy(k1, k1)), 3)
+        t2 = _best(functools.partial(f.inv, f.cauchy(k2, k2)), 2)
+        cube = max((t2 / k2 - t1 / k1) / (k2**2 - k1**2), 1e-12)
+        out[f"gf2^{deg}_inverse"] = cube
+        out[f"gf2^{deg}_inverse_step"] = max(t1 / k1 - cube * k1**2, 1e-9)
     # one sub-code call on a tiny partition: the Python work around a kernel (what a code
     # with many short partitions pays per partition)
     from mpi_coded.codes.cauchy import CauchyCode
@@ -95,17 +107,112 @@ def measure(quick: bool = False) -> dict[str, float]:
     out["call"] = _best(lambda: (tiny.encode_rows([7], small),
                                  tiny.decode([1, 2, 3, 6, 7, 8], word[[1, 2, 3, 6, 7, 8]])),
                         20) / 2
+    # a gather of rows (fancy indexing), per element
+    src = rng.integers(0, 1 << 16, size=(1000 if quick else 4000, 2048), dtype=np.uint16)
+    idx = rng.permutation(src.shape[0])[: src.shape[0] // 2]
+    out["copy"] = _best(lambda: src[idx], 5) / (len(idx) * src.shape[1])
     rs_fft.warm_up()
-    n, k, v = (1080, 720, 64) if quick else (9000, 6000, 512)  # the paper's unified code
+    # RS codes of the paper's shapes (unified at m = 6000 and 1800, BDC partitions), each
+    # encoding a 2048-column chunk (the runtime's) and decoding a reducer's outputs: seconds
+    # over counted operations, summed over the shapes (the long codes weigh most)
+    shapes_rs = ([(1080, 720, 256, 120), (270, 180, 256, 120), (36, 24, 256, 120)] if quick
+                 else [(9000, 6000, 2048, 1000), (2700, 1800, 1800, 300),
+                       (900, 600, 2048, 1000), (270, 180, 1800, 300), (36, 24, 2048, 3000)])
+    enc: list[tuple[float, int]] = []
+    dec: list[tuple[float, int]] = []
+    for n, k, v, w in shapes_rs:
+        code = rs_fft.RSCode(n, k)
+        data = rng.integers(0, 1 << 16, size=(k, v), dtype=np.uint16)
+        enc.append((_best(functools.partial(code.parity, data)), rs_fft.fft_encode_ops(n, k, v)))
+        word = code.encode(data[:, :w].copy())
+        pos = np.sort(rng.choice(n, size=k, replace=False))
+        code.decode(pos, word[pos])  # the erasure pattern's locator, once
+        dec.append((_best(functools.partial(code.decode, pos, word[pos])),
+                    rs_fft.fft_decode_ops(n, k, w)))
+    out["rs_fft_encode"] = sum(t for t, _ in enc) / sum(o for _, o in enc)
+    out["rs_fft_decode"] = sum(t for t, _ in dec) / sum(o for _, o in dec)
+    out.update(measure_contention(quick))
+    return {key: float(out[key]) for key in KEYS}
+
+
+def cores_here() -> int:
+    """Cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+OVER_PER_CORE = 4
+"""``contention_over`` is measured with this many processes per core."""
+
+
+def _mix(quick: bool) -> Callable[[], None]:
+    """A rank's typical work: RS FFT parity and decoding, a map-shaped GF product."""
+    from mpi_coded.codes import rs_fft
+    from mpi_coded.fields import get_field
+
+    rng = np.random.default_rng(1)
+    f = get_field("gf2^16")
+    n, k, v = (540, 360, 360) if quick else (2700, 1800, 1800)
     code = rs_fft.RSCode(n, k)
     data = rng.integers(0, 1 << 16, size=(k, v), dtype=np.uint16)
-    out["rs_fft_encode"] = _best(lambda: code.parity(data)) / rs_fft.fft_encode_ops(n, k, v)
-    word = code.encode(data)
+    word = code.encode(data[:, : v // 6].copy())
     pos = np.sort(rng.choice(n, size=k, replace=False))
-    code.decode(pos, word[pos])  # the erasure pattern's locator, once
-    out["rs_fft_decode"] = _best(lambda: code.decode(pos, word[pos])) / rs_fft.fft_decode_ops(
-        n, k, v)
-    return {key: float(out[key]) for key in KEYS}
+    a = f.random((64 if quick else 250, k), rng)
+
+    def run() -> None:
+        code.parity(data)
+        code.decode(pos, word[pos])
+        f.matmul(a, data)
+
+    run()
+    return run
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(barrier: Any, quick: bool, reps: int) -> None:
+    _WORKER.update(barrier=barrier, run=_mix(quick), reps=reps)
+
+
+def _worker(_: int) -> float:
+    _WORKER["barrier"].wait()
+    t = time.perf_counter()
+    for _rep in range(_WORKER["reps"]):
+        _WORKER["run"]()
+    return time.perf_counter() - t
+
+
+def _concurrent(procs: int, quick: bool, reps: int) -> float:
+    """Mean seconds of ``reps`` mixes in each of ``procs`` processes started together."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(procs)
+    with ctx.Pool(procs, initializer=_worker_init, initargs=(barrier, quick, reps)) as pool:
+        took = pool.map(_worker, range(procs), chunksize=1)
+    return float(np.mean(took))
+
+
+def measure_contention(quick: bool = False) -> dict[str, float]:
+    """How much slower a rank computes when others compute beside it, beyond its share of
+    the cores: ``contention_cores`` with one process per core, ``contention_over`` with
+    :data:`OVER_PER_CORE` per core (the seconds of each process over ``max(1, procs /
+    cores)`` times one process's alone).  The caches and the memory bus are shared, and
+    time slices of oversubscribed ranks evict each other's data.  1.0 where processes
+    cannot be forked (then measure it by running a job)."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return {"contention_cores": 1.0, "contention_over": 1.0}
+    cores = cores_here()
+    reps = 2 if quick else 3
+    alone = _concurrent(1, quick, reps)
+    full = _concurrent(cores, quick, reps) if cores > 1 else alone
+    over = _concurrent(OVER_PER_CORE * cores, quick, reps)
+    return {"contention_cores": max(1.0, full / alone),
+            "contention_over": max(1.0, over / (alone * OVER_PER_CORE))}
 
 
 def write(table: Mapping[str, float], path: str | Path) -> dict[str, Any]:
@@ -130,6 +237,10 @@ def load(path: str | Path) -> dict[str, float]:
     except (OSError, ValueError) as exc:
         raise ConfigError("calibration", f"not a JSON calibration file: {exc}",
                           str(path)) from None
+    version = doc.get("version") if isinstance(doc, dict) else None
+    require(version == VERSION, "calibration",
+            f"is a version {version} file; this model reads version {VERSION} "
+            "(run mpi-coded model --calibrate again)", str(path))
     table = doc.get("seconds_per_op") if isinstance(doc, dict) else None
     require(isinstance(table, dict), "calibration", "has no seconds_per_op table", str(path))
     assert isinstance(table, dict)
@@ -146,61 +257,142 @@ def runtime_field(params: Any) -> str:
     return str(params.field_name)
 
 
+def slowdown(active: int, cores: int | None, table: Mapping[str, float] | None = None
+             ) -> float:
+    """How many times longer one core's second of work takes with ``active`` servers
+    computing on ``cores`` cores: their share of the cores (``active / cores`` when they
+    outnumber them) times the measured contention (``contention_cores`` when they fill the
+    cores, ``contention_over`` beyond); 1 with a core each (``cores=None``) or alone."""
+    if cores is None or active <= 1:
+        return 1.0
+    if active <= cores:
+        return seconds("contention_cores", table)
+    return active / cores * seconds("contention_over", table)
+
+
+def shared_wall(seconds_each: Sequence[float], cores: int | None,
+                table: Mapping[str, float] | None = None) -> float:
+    """Wall time until the last of ``seconds_each`` (one core's seconds of each server
+    computing at once) ends, the servers still computing sharing ``cores`` cores equally
+    (processor sharing, slowed by :func:`slowdown`); ``cores=None``: a core each."""
+    ts = sorted(float(t) for t in seconds_each if t > 0)
+    if not ts:
+        return 0.0
+    if cores is None:
+        return ts[-1]
+    clock = done = 0.0
+    for i, t in enumerate(ts):
+        clock += (t - done) * slowdown(len(ts) - i, cores, table)
+        done = t
+    return clock
+
+
+@dataclass
+class JobWork:
+    """The priced work of a job (:func:`job_work`): per server, its encoding and its map;
+    per finishing order, each reducer's reduce (gathering its decode values, decoding,
+    sending its outputs)."""
+
+    encode: list[CodeWork]
+    map: list[list[Work]]
+    reduce: list[list[CodeWork]]
+
+    def seconds(self, table: Mapping[str, float] | None, cores: int | None
+                ) -> dict[str, Any]:
+        enc = [w.seconds(table) for w in self.encode]
+        mp = [price(w, table) for w in self.map]
+        reds = [[w.seconds(table) for w in order] for order in self.reduce]
+        walls = [shared_wall(r, cores, table) for r in reds]
+        wall = {"encode": shared_wall(enc, cores, table), "map": shared_wall(mp, cores, table),
+                "reduce": sum(walls) / len(walls)}
+        wall["total"] = sum(wall.values())
+        per = {"encode": max(enc), "map": max(mp),
+               "reduce": sum(max(r) for r in reds) / len(reds)}
+        return {"per_server": per, "wall": wall,
+                "encoder": _names(w.algorithms for w in self.encode),
+                "decoder": _names(w.algorithms for r in self.reduce for w in r)}
+
+
+def _names(books: Any) -> str:
+    seen: set[str] = set()
+    for book in books:
+        seen.update(book)
+    return algorithm_names(algorithm_mask(seen))
+
+
+def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int = 0
+             ) -> JobWork | None:
+    """Every call of the job's encode (per server) and reduce (per reducer, for ``orders``
+    seeded random finishing orders), from the job's own code and placement (module
+    docstring); None for a code that does not list its work (lt)."""
+    from mpi_coded.coded.code import build_code
+    from mpi_coded.coded.exchange import reducer_batches
+    from mpi_coded.coded.mapend import map_end
+    from mpi_coded.coded.placement import build_placement
+    from mpi_coded.coded.shuffle import shuffle_plan
+    from mpi_coded.fields import get_field
+
+    p = params
+    f = get_field(field or runtime_field(p))
+    code = build_code(p, f)
+    if not isinstance(code, PartitionCode):
+        return None
+    pl = build_placement(p)
+    encode = [code.encode_work(pl.stored_rows(s), p.n) for s in range(p.K)]
+    mp = [W.product(f.name, len(pl.stored_rows(s)), p.n, p.N) for s in range(p.K)]
+    rng = np.random.default_rng(seed)
+    reduce: list[list[CodeWork]] = []
+    for _ in range(max(1, orders)):
+        plan = shuffle_plan(pl, map_end(pl, [int(s) for s in rng.permutation(p.K)]))
+        per: list[CodeWork] = []
+        for red in plan.reducers:
+            w = red.out_stop - red.out_start
+            cw = code.decode_work(red.decode_rows, w)
+            # gathering the decode values (one call per batch), sending the outputs
+            cw.work.extend([W.copy(2 * len(red.decode_rows) * w), W.copy(p.m * w),
+                            *[W.call() for _ in range(reducer_batches(red, pl))]])
+            per.append(cw)
+        reduce.append(per)
+    return JobWork(encode, mp, reduce)
+
+
 def phase_seconds(params: Any, table: Mapping[str, float] | None = None,
                   field: str | None = None) -> dict[str, Any]:
-    """One server's seconds per phase for a job with ``params`` (a
-    :class:`~mpi_coded.coded.params.CodedParams`), with the algorithm the runtime picks.
+    """One server's seconds per phase by the operation counts alone (no placement): the
+    fallback of :func:`predict_seconds` for codes that do not list their work (lt).
 
-    ``encode``: the stored rows (the FFT parity per partition touched, or generator rows,
-    whichever the cost rule picks); ``map``: ``rows n N`` products; ``reduce``: one
-    reducer's ``N / q_eff`` outputs, each partition by the FFT decoder or an inverse
-    (stripes of ``sc`` share one erasure pattern: one call).  The paths are the runtime's
-    choices (the cost rule with its default table), their seconds come from ``table``.
-    Returns also ``encoder`` and ``decoder``.
+    ``encode``: the stored rows (sparse rows, three products each); ``map``:
+    ``rows n N`` products; ``reduce``: not priced (0).  Returns also ``encoder`` and
+    ``decoder``.
     """
     p = params
     f = field or runtime_field(p)
     mm = f"{f}_matmul" if f != "float64" else "gf2^8_matmul"
     rows = float(p.mu_eff * p.m)
-    n_code, k = p.code_length, p.code_dimension
-    w = p.outputs_per_reducer
-    out: dict[str, Any] = {"map": rows * p.n * p.N * seconds(mm, table)}
-    if n_code <= k or not p.spec.mds_code:
-        out.update(encode=0.0, reduce=0.0, encoder=None, decoder=None)
-        if not p.spec.mds_code:  # lt: sparse rows and peeling, charged per edge
-            out.update(encode=rows * p.n * 3 * seconds(mm, table), encoder="generator")
-        return out
-    touched = max(1, min(p.partitions, int(rows)))
-    parity_rows = rows * (n_code - k) / n_code
-    per_part = max(1, round(parity_rows / touched))
-    striped = p.partitions > 1 and n_code == p.K and p.partitions == p.m // p.wait_for
-    # the runtime's choices (its cost rule, default table), costed with ``table``
-    rs = f == "gf2^16" and prefer_rs(n_code, k, p.n, w)
-    calls, vec = (1, w * p.partitions) if striped else (p.partitions, w)
-    enc = generator_encode_seconds(f, per_part, k, p.n, table) * touched
-    dec = generator_decode_seconds(f, k, vec, table=table) * calls
-    encoder = decoder = "generator"
-    if rs:
-        if fft_encode_seconds(n_code, k, p.n) < generator_encode_seconds(f, per_part, k, p.n):
-            enc, encoder = fft_encode_seconds(n_code, k, p.n, table) * touched, "rs_fft"
-        if fft_decode_seconds(n_code, k, vec) < generator_decode_seconds(f, k, vec):
-            dec, decoder = fft_decode_seconds(n_code, k, vec, table) * calls, "rs_fft"
-    out.update(encode=enc, reduce=dec, encoder=encoder, decoder=decoder)
+    out: dict[str, Any] = {"map": rows * p.n * p.N * seconds(mm, table),
+                           "encode": rows * p.n * 3 * seconds(mm, table), "reduce": 0.0,
+                           "encoder": "generator", "decoder": None}
     return out
 
 
 def predict_seconds(params: Any, table: Mapping[str, float] | None = None,
-                    cores: int | None = None, field: str | None = None) -> dict[str, Any]:
-    """Seconds per phase (module docstring): ``per_server`` (one server's compute) and
-    ``wall`` on a machine with ``cores`` cores shared by the servers computing at once
-    (encode: all ``K``; map: the servers mapping, ``K``; reduce: the ``q_eff`` reducers);
-    ``cores=None``: a core per server (a cluster), so ``wall`` is one server's seconds."""
-    per = phase_seconds(params, table, field)
-    K, q = params.K, params.wait_for
-    c = K if cores is None else max(1, int(cores))
-    share = {"encode": max(1.0, K / c), "map": max(1.0, K / c), "reduce": max(1.0, q / c)}
-    wall = {ph: per[ph] * share[ph] for ph in ("encode", "map", "reduce")}
-    wall["total"] = sum(wall.values())
-    return {"per_server": {ph: per[ph] for ph in ("encode", "map", "reduce")},
-            "wall": wall, "encoder": per["encoder"], "decoder": per["decoder"], "cores": c,
-            "field": field or runtime_field(params)}
+                    cores: int | None = None, field: str | None = None,
+                    orders: int = 3) -> dict[str, Any]:
+    """Seconds per phase (module docstring): ``per_server`` (the slowest server's own
+    seconds) and ``wall`` with ``cores`` cores shared by the servers computing at once
+    (encode: all ``K``; map: all ``K``; reduce: the reducers); ``cores=None``: a core per
+    server (a cluster), so ``wall`` is the slowest server's seconds.  ``encoder`` and
+    ``decoder`` name the algorithms the runtime's code runs."""
+    c = None if cores is None else max(1, int(cores))
+    jw = job_work(params, field, orders)
+    if jw is not None:
+        out = jw.seconds(table, c)
+    else:
+        per = phase_seconds(params, table, field)
+        K = params.K
+        wall = {ph: shared_wall([per[ph]] * K, c, table) for ph in ("encode", "map", "reduce")}
+        wall["total"] = sum(wall.values())
+        out = {"per_server": {ph: per[ph] for ph in ("encode", "map", "reduce")},
+               "wall": wall, "encoder": per["encoder"], "decoder": per["decoder"]}
+    out.update(cores=params.K if c is None else c, field=field or runtime_field(params))
+    return out

@@ -50,6 +50,8 @@ def _run_model(args: argparse.Namespace) -> int:
     if missing:
         args.model_parser.error(f"the following arguments are required: {', '.join(missing)}")
     table = calibration.load(args.calibration) if args.calibration is not None else None
+    require(args.cores is None or args.cores >= 1, "cores", "must be an integer >= 1",
+            args.cores)
     mp = model_params(args.scheme, args.K, args.q, args.mu, m=args.m,
                       rows_per_batch=args.rows_per_batch, n=args.n, N=args.N, T=args.T,
                       field=args.field, eps=args.eps, c=args.c, delta=args.delta,
@@ -71,7 +73,7 @@ def _run_model(args: argparse.Namespace) -> int:
         out["D_over_uc"] = out["delay"]["total"] / uc["delay"]["total"]
     secs = None
     if table is not None:
-        secs = calibration.predict_seconds(p, table)
+        secs = calibration.predict_seconds(p, table, cores=args.cores)
     if args.json:
         keys = ["scheme", "load", "servers_needed", "delay"]
         if args.l is not None or args.convention != "repository":
@@ -104,7 +106,7 @@ def _run_model(args: argparse.Namespace) -> int:
         print(f"  seconds ({secs['field']}, {secs['cores']} cores for {p.K} servers)"
               f"  encode {w['encode']:.4g}"
               f"  map {w['map']:.4g}  reduce {w['reduce']:.4g}  total {w['total']:.4g}"
-              f"  (one server: encode {per['encode']:.4g} by {secs['encoder']}, map "
+              f"  (slowest server: encode {per['encode']:.4g} by {secs['encoder']}, map "
               f"{per['map']:.4g}, reduce {per['reduce']:.4g} by {secs['decoder']})")
     return 0
 
@@ -131,6 +133,9 @@ def register_model(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", default="calibration.json", help="--calibrate: the file written")
     p.add_argument("--calibration", default=None,
                    help="a calibration file: also predict every phase in seconds")
+    p.add_argument("--cores", type=int, default=None,
+                   help="with --calibration: the cores the K servers share (e.g. 2 for "
+                        "mpiexec -n 10 on a 2-core laptop; default: a core per server)")
     p.add_argument("--m", type=int, default=None,
                    help="rows of A (instead of --rows-per-batch; default: smallest valid)")
     p.add_argument("--n", type=int, default=None, help="columns of A (default m)")

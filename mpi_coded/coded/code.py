@@ -23,12 +23,13 @@ scheme for its code.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from mpi_coded.codes import work as W
 from mpi_coded.errors import NotDecodable
 from mpi_coded.fields import Field
 
@@ -102,6 +103,27 @@ def striped_layout(m: int, K: int, q: int) -> CodeLayout:
                       coded_index=coded.astype(np.int64))
 
 
+ROW_OPERAND = 1 << 20
+"""Elements of the operand of one generator-row product when encoding row by row."""
+
+
+@dataclass
+class CodeWork:
+    """The kernel calls of one :meth:`PartitionCode.encode` or :meth:`PartitionCode.decode`
+    (:class:`~mpi_coded.codes.work.Work`) and how many sub-code calls ran each algorithm
+    (:data:`ALGORITHMS`); :meth:`seconds` prices them with a calibration table."""
+
+    algorithms: dict[str, int] = field(default_factory=dict)
+    work: list[W.Work] = field(default_factory=list)
+
+    def add(self, algorithm: str, work: Sequence[W.Work]) -> None:
+        self.algorithms[algorithm] = self.algorithms.get(algorithm, 0) + 1
+        self.work.extend(work)
+
+    def seconds(self, table: Mapping[str, float] | None = None) -> float:
+        return W.price(self.work, table)
+
+
 class SubCode(Protocol):
     """One partition's ``(n, k)`` code (:class:`mpi_coded.codes.cauchy.CauchyCode`)."""
 
@@ -115,6 +137,12 @@ class SubCode(Protocol):
 
     def decode(self, positions: Sequence[int] | np.ndarray, values: np.ndarray
                ) -> np.ndarray: ...
+
+    def encode_work(self, positions: Sequence[int] | np.ndarray, vectors: int
+                    ) -> tuple[str, list[W.Work]]: ...
+
+    def decode_work(self, positions: Sequence[int], vectors: int
+                    ) -> tuple[str, list[W.Work]]: ...
 
 
 ALGORITHMS = ("systematic", "generator", "rs_fft", "peeling")
@@ -148,6 +176,10 @@ class Code:
         """The full ``r x m`` encoding matrix (for tests and small sizes)."""
         raise NotImplementedError
 
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) the kernels this code runs, so that no
+        timed phase pays for them (the field's own kernels: ``Field.warm_up``)."""
+
     def encode(self, A: np.ndarray, rows: Sequence[int] | None = None) -> np.ndarray:
         """Coded rows ``C[rows] = Psi[rows] A`` (all ``r`` if ``rows`` is None)."""
         raise NotImplementedError
@@ -179,6 +211,11 @@ class PartitionCode(Code):
     def _record(self, book: dict[str, int], name: str) -> None:
         book[name] = book.get(name, 0) + 1
 
+    def warm_up(self) -> None:
+        warm = getattr(self.sub, "warm_up", None)
+        if warm is not None:
+            warm()
+
     def psi(self) -> np.ndarray:
         lay = self.layout
         out = self.field.zeros((lay.r, lay.m))
@@ -187,6 +224,29 @@ class PartitionCode(Code):
             out[np.ix_(lay.coded_index[t], lay.msg_index[t])] = G
         return out
 
+    def _encode_calls(self, rows: Sequence[int] | None, vectors: int
+                      ) -> tuple[np.ndarray, np.ndarray, list[tuple[str, int, np.ndarray]]]:
+        """``(parts, pos, calls)`` of encoding ``rows``: each call is ``("partition", t,
+        sel)`` (one sub-code call for partition ``t``) or ``("row", a, sel)`` (generator
+        row ``a`` over all partitions using it), filling ``sel`` of the output rows."""
+        lay = self.layout
+        idx = np.arange(lay.r) if rows is None else np.asarray(list(rows), dtype=np.int64)
+        parts = lay.row_partition[idx]
+        pos = lay.row_position[idx]
+        uniq_parts, uniq_pos = np.unique(parts), np.unique(pos)
+        if hasattr(self.sub, "encode_cost") or len(uniq_parts) <= len(uniq_pos):
+            calls = [("partition", int(t), np.nonzero(parts == t)[0]) for t in uniq_parts]
+            return parts, pos, calls
+        # a generator row's operand gathers k message rows per output row: pieces of at
+        # most ROW_OPERAND elements keep it in cache (one huge operand runs memory-bound)
+        piece = max(1, ROW_OPERAND // max(1, lay.k * vectors))
+        calls = []
+        for a in uniq_pos:
+            sel = np.nonzero(pos == a)[0]
+            step = len(sel) if a < lay.k else piece
+            calls += [("row", int(a), sel[i:i + step]) for i in range(0, len(sel), step)]
+        return parts, pos, calls
+
     def encode(self, A: np.ndarray, rows: Sequence[int] | None = None) -> np.ndarray:
         """Coded rows ``C[rows] = Psi[rows] A``.
 
@@ -194,33 +254,51 @@ class PartitionCode(Code):
         partition and picks its path there (the FFT parity of the partition's message, or
         ``k`` products per coded row); a generator-only sub-code gets one product per
         partition or one per generator row, whichever needs fewer calls.  The encoders that
-        ran are in :attr:`encoders`.
+        ran are in :attr:`encoders`; :meth:`encode_work` lists the same calls.
         """
         lay = self.layout
-        idx = np.arange(lay.r) if rows is None else np.asarray(list(rows), dtype=np.int64)
-        out = self.field.zeros((len(idx), A.shape[1]))
-        parts = lay.row_partition[idx]
-        pos = lay.row_position[idx]
-        uniq_parts, uniq_pos = np.unique(parts), np.unique(pos)
+        parts, pos, calls = self._encode_calls(rows, A.shape[1])
+        out = self.field.zeros((len(parts), A.shape[1]))
         self.encoders = {}
-        if hasattr(self.sub, "encode_cost") or len(uniq_parts) <= len(uniq_pos):
-            # one call per partition: G[positions] @ A[message rows of t], or its FFT parity
-            for t in uniq_parts:
-                sel = np.nonzero(parts == t)[0]
-                out[sel] = self.sub.encode_rows(pos[sel], A[lay.msg_index[t]])
+        for how, key, sel in calls:
+            if how == "partition":  # G[positions] @ A[message rows of t], or its FFT parity
+                out[sel] = self.sub.encode_rows(pos[sel], self._message(A, key))
                 self._record(self.encoders, getattr(self.sub, "last_encoder", "generator"))
-        else:
-            # one product per generator row, over all partitions using it
-            for a in uniq_pos:
-                sel = np.nonzero(pos == a)[0]
-                if a < lay.k:  # a systematic row: a row of A
-                    out[sel] = A[lay.msg_index[parts[sel], a]]
-                    self._record(self.encoders, "systematic")
-                    continue
+            elif key < lay.k:  # a systematic row: a row of A
+                out[sel] = A[lay.msg_index[parts[sel], key]]
+                self._record(self.encoders, "systematic")
+            else:
                 flat = A[lay.msg_index[parts[sel]].T].reshape(lay.k, -1)  # (k, len(sel) cols)
-                prod = self.sub.encode_rows([a], flat)
+                prod = self.sub.encode_rows([key], flat)
                 out[sel] = prod.reshape(len(sel), A.shape[1])
                 self._record(self.encoders, "generator")
+        return out
+
+    def _message(self, A: np.ndarray, t: int) -> np.ndarray:
+        """``A[msg_index[t]]``: a view when the partition's rows are consecutive."""
+        idx = self.layout.msg_index[t]
+        if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and bool(np.all(np.diff(idx) == 1)):
+            return A[int(idx[0]):int(idx[-1]) + 1]
+        return A[idx]
+
+    def encode_work(self, rows: Sequence[int] | None, vectors: int) -> CodeWork:
+        """The calls :meth:`encode` makes for ``rows`` of an ``A`` with ``vectors`` columns,
+        with the encoders they run (the same decisions, no arithmetic)."""
+        lay = self.layout
+        parts, pos, calls = self._encode_calls(rows, vectors)
+        out = CodeWork()
+        for how, key, sel in calls:
+            if how == "partition":
+                name, work = self.sub.encode_work(pos[sel], vectors)
+                idx = lay.msg_index[key]
+                gather = 0 if bool(np.all(np.diff(idx) == 1)) else lay.k * vectors
+                out.add(name, [W.copy(gather), *work, W.copy(len(sel) * vectors)])
+            elif key < lay.k:
+                out.add("systematic", [W.call(), W.copy(2 * len(sel) * vectors)])
+            else:
+                out.add("generator", [W.copy(lay.k * len(sel) * vectors),
+                                      *W.product(self.field.name, 1, lay.k, len(sel) * vectors),
+                                      W.copy(len(sel) * vectors)])
         return out
 
     def decode_partition(self, rows: Sequence[int], values: np.ndarray) -> np.ndarray:
@@ -231,28 +309,37 @@ class PartitionCode(Code):
             raise NotDecodable(f"need exactly {lay.k} rows of one partition, got {list(rows)}")
         return self.sub.decode(lay.row_position[rows_a], values)
 
-    def decode(self, rows: Sequence[int], values: np.ndarray) -> np.ndarray:
-        """``y = A x`` using, per partition, the first ``k`` listed rows of that partition;
-        partitions with the same erasure pattern are decoded in one call."""
+    def _decode_groups(self, rows: Sequence[int]
+                       ) -> tuple[dict[tuple[int, ...], list[int]], dict[int, np.ndarray]]:
+        """``(groups, sel_of)``: partitions by erasure pattern (sorted positions) and, per
+        partition, the indices into ``rows`` of its first ``k`` values in position order;
+        :class:`~mpi_coded.errors.NotDecodable` if a partition has fewer."""
         lay = self.layout
-        chosen: dict[int, list[int]] = defaultdict(list)
-        for j, row in enumerate(rows):
-            t = int(lay.row_partition[int(row)])
-            if len(chosen[t]) < lay.k:
-                chosen[t].append(j)
-        short = [t for t in range(lay.T) if len(chosen[t]) < lay.k]
-        if short:
-            raise NotDecodable(
-                f"partitions {short[:8]} have fewer than {lay.k} coded values")
         rows_a = np.asarray(list(rows), dtype=np.int64)
+        part = lay.row_partition[rows_a]
+        by_part = np.argsort(part, kind="stable")  # row indices, partition by partition
+        counts = np.bincount(part, minlength=lay.T)
+        short = np.flatnonzero(counts < lay.k)
+        if short.size:
+            raise NotDecodable(
+                f"partitions {short[:8].tolist()} have fewer than {lay.k} coded values")
+        starts = np.r_[0, np.cumsum(counts)[:-1]]
         groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
         sel_of: dict[int, np.ndarray] = {}
         for t in range(lay.T):
-            sel = np.asarray(chosen[t], dtype=np.int64)
+            sel = by_part[starts[t]:starts[t] + lay.k]  # its first k listed rows
             pos = lay.row_position[rows_a[sel]]
             order = np.argsort(pos, kind="stable")
             sel_of[t] = sel[order]
-            groups[tuple(int(x) for x in pos[order])].append(t)
+            groups[tuple(pos[order].tolist())].append(t)
+        return groups, sel_of
+
+    def decode(self, rows: Sequence[int], values: np.ndarray) -> np.ndarray:
+        """``y = A x`` using, per partition, the first ``k`` listed rows of that partition;
+        partitions with the same erasure pattern are decoded in one call
+        (:meth:`decode_work` lists the same calls)."""
+        lay = self.layout
+        groups, sel_of = self._decode_groups(rows)
         cols = values.shape[1]
         out = self.field.zeros((lay.m, cols))
         self.decoders = {}
@@ -265,6 +352,19 @@ class PartitionCode(Code):
             self._record(self.decoders, getattr(self.sub, "last_decoder", "generator"))
             for i, t in enumerate(ts):
                 out[lay.msg_index[t]] = dec[:, i * cols:(i + 1) * cols]
+        return out
+
+    def decode_work(self, rows: Sequence[int], vectors: int) -> CodeWork:
+        """The calls :meth:`decode` makes from ``rows`` on ``vectors`` columns, with the
+        decoders they run (the same decisions, no arithmetic)."""
+        lay = self.layout
+        groups, _ = self._decode_groups(rows)
+        out = CodeWork()
+        for key, ts in groups.items():
+            vec = len(ts) * vectors
+            name, work = self.sub.decode_work(key, vec)
+            # each partition: its values stacked and its outputs placed (Python, copies)
+            out.add(name, [*[W.call() for _ in ts], W.copy(2 * lay.k * vec), *work])
         return out
 
 

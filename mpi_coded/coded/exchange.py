@@ -42,6 +42,9 @@ class HeldValues(Protocol):
 
     def gather(self, blocks: Sequence[Block], own_only: bool = True) -> np.ndarray: ...
 
+    def take_rows(self, batch: int, slots: np.ndarray, out_start: int, out_stop: int
+                  ) -> np.ndarray: ...
+
     def scatter(self, blocks: Sequence[Block], vec: np.ndarray) -> None: ...
 
 
@@ -109,16 +112,22 @@ def take_unicast(u: Unicast, payload: np.ndarray, data: HeldValues) -> None:
 
 def reducer_values(red: ReducerPlan, data: HeldValues) -> np.ndarray:
     """``(len(red.decode_rows), w)``: the values of the reducer's decode rows for its outputs,
-    from what it stores or received (pass them with ``red.decode_rows`` to ``Code.decode``)."""
-    placement = data.placement
-    slot_of = {}
-    for b, rows in enumerate(placement.batch_rows):
-        for i, r in enumerate(rows):
-            slot_of[r] = (b, i)
-    blocks = [Block(slot_of[r][0], slot_of[r][1], slot_of[r][1] + 1,
-                    red.out_start, red.out_stop) for r in red.decode_rows]
-    w = red.out_stop - red.out_start
-    return data.gather(blocks, own_only=False).reshape(len(blocks), w)
+    from what it stores or received (pass them with ``red.decode_rows`` to ``Code.decode``);
+    one gather per batch."""
+    batch, slot = data.placement.row_slots
+    rows = np.asarray(red.decode_rows, dtype=np.int64)
+    out = data.field.zeros((len(rows), red.out_stop - red.out_start))
+    b_of = batch[rows]
+    for b in np.unique(b_of):
+        sel = np.flatnonzero(b_of == b)
+        out[sel] = data.take_rows(int(b), slot[rows[sel]], red.out_start, red.out_stop)
+    return out
+
+
+def reducer_batches(red: ReducerPlan, placement: Placement) -> int:
+    """How many batches :func:`reducer_values` gathers from (one gather each)."""
+    batch, _ = placement.row_slots
+    return len(np.unique(batch[np.asarray(red.decode_rows, dtype=np.int64)]))
 
 
 def reduce_outputs(red: ReducerPlan, data: HeldValues, code: Code) -> np.ndarray:

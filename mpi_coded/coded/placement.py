@@ -27,6 +27,7 @@ coded block ``C_k`` (``m/q`` rows) per server (``p = 1``), load ``1 - 1/q``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -98,6 +99,18 @@ class Placement:
     @property
     def rows_per_batch(self) -> int:
         return self.params.rows_per_batch
+
+    @functools.cached_property
+    def row_slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(batch, slot)`` of every coded row: row ``r`` is slot ``slot[r]`` of batch
+        ``batch[r]`` (``-1`` for a row no batch holds)."""
+        batch = np.full(self.layout.r, -1, dtype=np.int64)
+        slot = np.full(self.layout.r, -1, dtype=np.int64)
+        for b, rows in enumerate(self.batch_rows):
+            idx = np.asarray(rows, dtype=np.int64)
+            batch[idx] = b
+            slot[idx] = np.arange(len(idx))
+        return batch, slot
 
     def stored_rows(self, server: int) -> tuple[int, ...]:
         """Coded rows stored at ``server``: its batches' rows, batch by batch."""

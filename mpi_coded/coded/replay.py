@@ -91,6 +91,19 @@ class ServerData:
             return self.field.zeros(0)
         return np.concatenate(parts)
 
+    def take_rows(self, batch: int, slots: np.ndarray, out_start: int, out_stop: int
+                  ) -> np.ndarray:
+        """``Y_batch[slots, out_start:out_stop]`` from a stored batch or from what was
+        received (every value of it must have arrived)."""
+        if batch in self.stored:
+            return self.stored[batch][slots, out_start:out_stop]
+        if batch in self.received:
+            if not self.mask[batch][slots, out_start:out_stop].all():
+                raise ReplayError(f"server {self.sid} lacks values of batch {batch} rows "
+                                  f"{list(slots)[:8]} outputs {out_start}..{out_stop - 1}")
+            return self.received[batch][slots, out_start:out_stop]
+        raise ReplayError(f"server {self.sid} does not store batch {batch}")
+
     def scatter(self, blocks: Sequence[Block], vec: np.ndarray) -> None:
         """Store received values ``vec`` as the concatenation of ``blocks``."""
         pos = 0

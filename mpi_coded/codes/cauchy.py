@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mpi_coded.codes import work as W
 from mpi_coded.codes.mds import DecoderCache, systematic_mds
 from mpi_coded.errors import NotDecodable
 from mpi_coded.fields import Field
@@ -39,12 +40,30 @@ class CauchyCode:
         """The ``n x k`` generator."""
         return self.G
 
+    def encode_work(self, positions: Sequence[int] | np.ndarray, vectors: int
+                    ) -> tuple[str, list[W.Work]]:
+        """``(encoder, calls)`` of :meth:`encode_rows` on ``vectors`` columns: one product
+        ``G[positions] @ message`` (named ``systematic`` when every row is a data row)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        name = "systematic" if bool(np.all(pos < self.k)) else "generator"
+        return name, W.product(self.field.name, len(pos), self.k, vectors)
+
     def encode_rows(self, positions: Sequence[int] | np.ndarray, message: np.ndarray
                     ) -> np.ndarray:
         """Coded rows ``G[positions] @ message`` (``message`` is ``k x w``)."""
         pos = np.asarray(positions, dtype=np.int64)
-        self.last_encoder = "systematic" if bool(np.all(pos < self.k)) else "generator"
+        self.last_encoder = self.encode_work(pos, 0)[0]
         return self.field.matmul(self.G[pos], message)
+
+    def decode_work(self, positions: Sequence[int], vectors: int) -> tuple[str, list[W.Work]]:
+        """``(decoder, calls)`` of :meth:`decode` from the sorted ``positions`` on ``vectors``
+        columns: nothing for the systematic rows, else an inverse (unless cached) and a
+        product."""
+        key = tuple(int(x) for x in positions)
+        if key == tuple(range(self.k)):
+            return "systematic", [W.call(), W.copy(self.k * vectors)]
+        work = [] if key in self.decoders else W.inverse(self.field.name, self.k)
+        return "generator", [*work, *W.product(self.field.name, self.k, self.k, vectors)]
 
     def decode(self, positions: Sequence[int] | np.ndarray, values: np.ndarray) -> np.ndarray:
         """The ``k x w`` message from ``k`` coded values: ``values[j]`` is row ``positions[j]``.
@@ -56,8 +75,7 @@ class CauchyCode:
             raise NotDecodable(f"need {self.k} distinct coded rows, got {pos.tolist()}")
         order = np.argsort(pos, kind="stable")
         pos, vals = pos[order], values[order]
-        if np.array_equal(pos, np.arange(self.k)):  # systematic rows: nothing to invert
-            self.last_decoder = "systematic"
+        self.last_decoder = self.decode_work(pos.tolist(), 0)[0]
+        if self.last_decoder == "systematic":  # systematic rows: nothing to invert
             return np.array(vals, dtype=self.field.dtype)
-        self.last_decoder = "generator"
         return self.field.matmul(self.decoders.inverse(pos.tolist()), vals)

@@ -84,6 +84,10 @@ class DecoderCache:
         self.hits = 0
         self.misses = 0
 
+    def __contains__(self, rows: Sequence[int]) -> bool:
+        """Whether the inverse for ``rows`` is cached."""
+        return tuple(int(r) for r in rows) in self._inv
+
     def inverse(self, rows: Sequence[int]) -> np.ndarray:
         key = tuple(int(r) for r in rows)
         inv = self._inv.get(key)

@@ -30,51 +30,30 @@ otherwise the partitions keep the ``[I; Cauchy]`` generator path
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 
 import numpy as np
 
+from mpi_coded.codes import work as W
 from mpi_coded.codes.mds import DecoderCache
 from mpi_coded.codes.rs_fft import (
     RSCode,
     fft_decode_ops,
     fft_encode_ops,
     generator_encode_ops,
+    warm_up,
 )
+from mpi_coded.codes.work import DEFAULT_SECONDS, THIN_ROWS, seconds
 from mpi_coded.errors import ConfigError, NotDecodable
 from mpi_coded.fields import Field
 
-DEFAULT_SECONDS: Mapping[str, float] = MappingProxyType({
-    "gf2^8_matmul": 0.35e-9,
-    "gf2^16_matmul": 1.0e-9,
-    "gf2^8_thin": 2.0e-9,
-    "gf2^16_thin": 1.0e-8,
-    "gf2^8_inverse": 8.0e-8,
-    "gf2^16_inverse": 1.0e-7,
-    "rs_fft_encode": 5.0e-9,
-    "rs_fft_decode": 5.0e-9,
-    "call": 2.0e-5,
-})
-"""Seconds per operation of each kernel (per multiply-add for products -- ``matmul`` for
-products of many rows, ``thin`` for products of at most :data:`THIN_ROWS` rows, which run
-on the scalar kernel -- per ``k^3`` for an inverse, per counted operation of the RS FFT) and
-per sub-code call.  Defaults measured on a
-2-core development machine; ``mpi-coded model --calibrate`` measures them here."""
-
-THIN_ROWS = 8
-"""Products with at most this many rows cost ``thin`` seconds per multiply-add."""
+__all__ = ["DECODERS", "DEFAULT_SECONDS", "ENCODERS", "THIN_ROWS", "RSSubCode",
+           "fft_decode_seconds", "fft_encode_seconds", "generator_decode_seconds",
+           "generator_encode_seconds", "prefer_rs", "seconds"]
 
 ENCODERS = ("systematic", "generator", "rs_fft")
 """Encoder names in results (``systematic``: only data rows, copied)."""
 DECODERS = ("systematic", "generator", "rs_fft")
 """Decoder names in results (``systematic``: every data row received, nothing to solve)."""
-
-
-def seconds(kernel: str, table: Mapping[str, float] | None = None) -> float:
-    """Seconds per operation of ``kernel`` (from ``table`` if it has it)."""
-    if table is not None and kernel in table:
-        return float(table[kernel])
-    return DEFAULT_SECONDS[kernel]
 
 
 def generator_encode_seconds(field: str, rows: int, k: int, vectors: int,
@@ -149,6 +128,10 @@ class RSSubCode:
     def __repr__(self) -> str:
         return f"RSSubCode(n={self.n}, k={self.k})"
 
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) the FFT kernels before anything is timed."""
+        warm_up()
+
     def generator(self) -> np.ndarray:
         """The ``n x k`` generator ``[I; P]`` (computed on first use)."""
         if self._G is None:
@@ -176,6 +159,31 @@ class RSSubCode:
             out[:, a:a + chunk] = self.rs.parity(np.ascontiguousarray(msg[:, a:a + chunk]))
         return out
 
+    def encode_work(self, positions: Sequence[int] | np.ndarray, vectors: int
+                    ) -> tuple[str, list[W.Work]]:
+        """``(encoder, calls)`` of :meth:`encode_rows` on ``vectors`` columns: data rows
+        copied; parity rows by the FFT (all ``n - k`` of them) or by their generator rows,
+        whichever the cost rule finds cheaper (``systematic``: no parity row)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        work = [W.call(), W.copy(len(pos) * vectors)]
+        par = pos[pos >= self.k]
+        if len(par) == 0:
+            return "systematic", work
+        fft, gen = self.encode_cost(len(np.unique(par)), vectors)
+        if fft < gen:
+            return "rs_fft", [*work, W.Work("rs_fft_encode", fft_encode_ops(self.n, self.k,
+                                                                             vectors))]
+        return "generator", [*work, *W.product("gf2^16", len(par), self.k, vectors)]
+
+    def parity_rows(self, message: np.ndarray, which: np.ndarray, out: np.ndarray,
+                    into: np.ndarray, chunk: int = 2048) -> None:
+        """``out[into] = parity[which]`` of ``message`` (``k x w``) by the FFT, ``chunk``
+        columns at a time: only the wanted parity rows are kept (bounded scratch memory)."""
+        w = message.shape[1]
+        for a in range(0, w, chunk):
+            part = self.rs.parity(np.ascontiguousarray(message[:, a:a + chunk]))
+            out[into, a:a + chunk] = part[which]
+
     def encode_rows(self, positions: Sequence[int] | np.ndarray, message: np.ndarray
                     ) -> np.ndarray:
         """Coded rows ``positions`` of ``message`` (``k x w``): data rows copied, parity rows
@@ -186,25 +194,36 @@ class RSSubCode:
         data = pos < self.k
         out[data] = msg[pos[data]]
         par = np.nonzero(~data)[0]
-        if len(par) == 0:
-            self.last_encoder = "systematic"
-            return out
-        fft, gen = self.encode_cost(len(np.unique(pos[par])), msg.shape[1])
-        if fft < gen:
-            out[par] = self.parity(msg)[pos[par] - self.k]
-            self.last_encoder = "rs_fft"
-        else:
+        self.last_encoder = self.encode_work(pos, msg.shape[1])[0]
+        if self.last_encoder == "rs_fft":
+            self.parity_rows(msg, pos[par] - self.k, out, par)
+        elif self.last_encoder == "generator":
             out[par] = self.field.matmul(self.generator()[pos[par]], msg)
-            self.last_encoder = "generator"
         return out
 
     # --- decoding ------------------------------------------------------------------------
     def decode_cost(self, positions: Sequence[int], vectors: int) -> tuple[float, float]:
         """``(fft, generator)`` seconds to decode ``vectors`` columns from ``positions``."""
         key = tuple(sorted(int(x) for x in positions))
-        cached = self._decoders is not None and key in self._decoders._inv
+        cached = self._decoders is not None and key in self._decoders
         return (fft_decode_seconds(self.n, self.k, vectors, self.table),
                 generator_decode_seconds("gf2^16", self.k, vectors, cached, self.table))
+
+    def decode_work(self, positions: Sequence[int], vectors: int) -> tuple[str, list[W.Work]]:
+        """``(decoder, calls)`` of :meth:`decode` from the sorted ``positions`` on ``vectors``
+        columns: nothing for the data rows themselves; else the FFT decoder or a cached
+        inverse (computed first if new) and a product, whichever the cost rule finds
+        cheaper."""
+        key = [int(x) for x in positions]
+        if key and key[-1] < self.k:
+            return "systematic", [W.call(), W.copy(self.k * vectors)]
+        fft, gen = self.decode_cost(key, vectors)
+        if fft < gen:
+            return "rs_fft", [W.call(), W.Work("rs_fft_decode",
+                                               fft_decode_ops(self.n, self.k, vectors))]
+        cached = self._decoders is not None and key in self._decoders
+        inv = [] if cached else W.inverse("gf2^16", self.k)
+        return "generator", [*inv, *W.product("gf2^16", self.k, self.k, vectors)]
 
     def decode(self, positions: Sequence[int] | np.ndarray, values: np.ndarray) -> np.ndarray:
         """The ``k x w`` message from ``k`` coded values (``values[j]`` is row
@@ -218,17 +237,14 @@ class RSSubCode:
         vals = np.asarray(values, dtype=np.uint16)
         order = np.argsort(pos, kind="stable")
         pos, vals = pos[order], vals[order]
-        if pos[-1] < self.k:  # the data rows themselves
-            self.last_decoder = "systematic"
+        self.last_decoder = self.decode_work(pos.tolist(), vals.shape[1])[0]
+        if self.last_decoder == "systematic":  # the data rows themselves
             return np.array(vals, dtype=np.uint16)
-        fft, gen = self.decode_cost(pos.tolist(), vals.shape[1])
-        if fft < gen:
-            self.last_decoder = "rs_fft"
+        if self.last_decoder == "rs_fft":
             try:
                 return self.rs.decode(pos, np.ascontiguousarray(vals))
             except ConfigError as exc:
                 raise NotDecodable(str(exc)) from None
         if self._decoders is None:
             self._decoders = DecoderCache(self.field, self.generator())
-        self.last_decoder = "generator"
         return self.field.matmul(self._decoders.inverse(pos.tolist()), vals)

@@ -36,11 +36,13 @@ from mpi_coded.runtime.coded.setup import (
     encode_map_end,
     padding_warning,
     peak_rss_mb,
+    working_bytes,
 )
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Msg
+from mpi_coded.runtime.core.memory import prefault
 from mpi_coded.runtime.core.peers import Peers
 from mpi_coded.runtime.core.run import run_record
 from mpi_coded.runtime.core.wait import DeadlineExceeded, deadline_in, wait_all
@@ -66,6 +68,7 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
     setup = build_setup(job)
     setup.field.warm_up()
     field, pl = setup.field, setup.placement
+    prefault(working_bytes(job, field, p.m, copies=1))  # the reducers' outputs arrive here
     warning = padding_warning(p, pl)
     if warning:
         print(f"mpi-coded: warning: {warning}", file=sys.stderr, flush=True)

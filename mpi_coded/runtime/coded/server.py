@@ -36,12 +36,14 @@ from mpi_coded.runtime.coded.setup import (
     decode_map_end,
     mask,
     peak_rss_mb,
+    working_bytes,
 )
 from mpi_coded.runtime.coded.transfer import GroupComms, ShuffleTransfer
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.faults import at_phase
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
+from mpi_coded.runtime.core.memory import prefault
 from mpi_coded.runtime.core.peers import MasterLink
 from mpi_coded.runtime.core.wait import deadline_in, sleep_until
 
@@ -92,8 +94,10 @@ def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...
     at_phase(faults, comm, "setup", None)
     setup = build_setup(job)
     setup.field.warm_up()
+    setup.code.warm_up()
     pl = setup.placement
     rows = pl.stored_rows(server)
+    prefault(working_bytes(job, setup.field, len(rows)))
     master = MasterLink(comm)
     master.ready(timeout)
     slow = slow_factor(faults, rank)

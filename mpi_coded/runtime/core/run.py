@@ -17,6 +17,7 @@ from mpi4py import MPI
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import run_context
 from mpi_coded.runtime.core.guard import Phase, guarded
+from mpi_coded.runtime.core.memory import retain_freed_memory
 from mpi_coded.runtime.core.wait import POLICY, configure
 
 
@@ -42,6 +43,7 @@ def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], 
     comm = MPI.COMM_WORLD
     check_world(comm, size, rule)
     configure(wait, comm)
+    retain_freed_memory()
 
     def body(phase: Phase) -> int:
         if comm.Get_rank() == 0:
