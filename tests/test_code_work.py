@@ -96,6 +96,9 @@ def test_shared_wall_is_processor_sharing():
     assert sw([1.0, 2.0, 2.0], 2) == pytest.approx(1.5 + 1.0)
     assert sw([5.0, 0.1], 4) == pytest.approx(5.0)
     assert sw([], 2) == 0.0
+    # a rank still finishing its map chunk competes, but is not waited for
+    assert sw([1.0], 1, background=[5.0]) == pytest.approx(2.0)
+    assert sw([1.0, 1.0], 2, background=[0.5, 0.5]) == pytest.approx(0.5 * 2 + 0.5)
 
 
 def test_predicted_phases_follow_the_listed_work():

@@ -21,8 +21,10 @@ A phase ends when its slowest server ends.  When the ``K`` servers share a machi
 ``cores`` (``mpiexec -n 10`` on a laptop), they share the cores while they compute: the
 phase lasts the makespan of processor sharing (:func:`shared_wall`: while ``a > cores``
 servers compute, each runs at ``cores / a`` of a core).  ``cores=None``: a core per server
-(a cluster).  Not modelled: the messages of the phase orders and answers (a few ms),
-the master's own work, memory-bandwidth contention between ranks.
+(a cluster).  During the reduce the servers told to stop their map finish their current
+chunk (half a chunk on average) and compete for the cores.  Not modelled: the messages
+of the phase orders and answers (a few ms), the master's own work, first touches of memory
+(the ranks pre-touch their heap: :mod:`mpi_coded.runtime.core.memory`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from mpi_coded.coded.code import CodeWork, PartitionCode, algorithm_mask, algorithm_names
+from mpi_coded.coded.job import CodedJob
 from mpi_coded.codes import work as W
 from mpi_coded.codes.work import DEFAULT_SECONDS, Work, price, seconds
 from mpi_coded.errors import ConfigError, require
@@ -271,19 +274,29 @@ def slowdown(active: int, cores: int | None, table: Mapping[str, float] | None =
 
 
 def shared_wall(seconds_each: Sequence[float], cores: int | None,
-                table: Mapping[str, float] | None = None) -> float:
+                table: Mapping[str, float] | None = None,
+                background: Sequence[float] = ()) -> float:
     """Wall time until the last of ``seconds_each`` (one core's seconds of each server
     computing at once) ends, the servers still computing sharing ``cores`` cores equally
-    (processor sharing, slowed by :func:`slowdown`); ``cores=None``: a core each."""
-    ts = sorted(float(t) for t in seconds_each if t > 0)
-    if not ts:
+    (processor sharing, slowed by :func:`slowdown`); ``background``: work of other ranks
+    competing for the cores meanwhile, whose end is not waited for; ``cores=None``: a core
+    each (the longest of ``seconds_each``)."""
+    fg = [float(t) for t in seconds_each if t > 0]
+    if not fg:
         return 0.0
     if cores is None:
-        return ts[-1]
-    clock = done = 0.0
-    for i, t in enumerate(ts):
-        clock += (t - done) * slowdown(len(ts) - i, cores, table)
-        done = t
+        return max(fg)
+    left = fg + [float(t) for t in background if t > 0]
+    is_fg = [True] * len(fg) + [False] * (len(left) - len(fg))
+    clock = 0.0
+    while any(f and w > 0 for f, w in zip(is_fg, left)):
+        active = [i for i, w in enumerate(left) if w > 0]
+        step = min(left[i] for i in active)  # one core's seconds until the next one ends
+        clock += step * slowdown(len(active), cores, table)
+        for i in active:
+            left[i] -= step
+            if left[i] <= 1e-15:
+                left[i] = 0.0
     return clock
 
 
@@ -296,13 +309,19 @@ class JobWork:
     encode: list[CodeWork]
     map: list[list[Work]]
     reduce: list[list[CodeWork]]
+    stopped: list[list[int]]
+    """Per finishing order, the servers told to stop their map (not finishers)."""
+    chunks: int = CodedJob.chunks
 
     def seconds(self, table: Mapping[str, float] | None, cores: int | None
                 ) -> dict[str, Any]:
         enc = [w.seconds(table) for w in self.encode]
         mp = [price(w, table) for w in self.map]
         reds = [[w.seconds(table) for w in order] for order in self.reduce]
-        walls = [shared_wall(r, cores, table) for r in reds]
+        # a server told to stop finishes its current map chunk (half a chunk left, on
+        # average) while the reducers decode
+        walls = [shared_wall(r, cores, table, [mp[s] / self.chunks / 2 for s in stop])
+                 for r, stop in zip(reds, self.stopped)]
         wall = {"encode": shared_wall(enc, cores, table), "map": shared_wall(mp, cores, table),
                 "reduce": sum(walls) / len(walls)}
         wall["total"] = sum(wall.values())
@@ -320,11 +339,12 @@ def _names(books: Any) -> str:
     return algorithm_names(algorithm_mask(seen))
 
 
-def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int = 0
-             ) -> JobWork | None:
+def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int = 0,
+             chunks: int = CodedJob.chunks) -> JobWork | None:
     """Every call of the job's encode (per server) and reduce (per reducer, for ``orders``
     seeded random finishing orders), from the job's own code and placement (module
-    docstring); None for a code that does not list its work (lt)."""
+    docstring); the map in ``chunks`` pieces; None for a code that does not list its work
+    (lt)."""
     from mpi_coded.coded.code import build_code
     from mpi_coded.coded.exchange import reducer_batches
     from mpi_coded.coded.mapend import map_end
@@ -342,8 +362,11 @@ def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int =
     mp = [W.product(f.name, len(pl.stored_rows(s)), p.n, p.N) for s in range(p.K)]
     rng = np.random.default_rng(seed)
     reduce: list[list[CodeWork]] = []
+    stopped: list[list[int]] = []
     for _ in range(max(1, orders)):
-        plan = shuffle_plan(pl, map_end(pl, [int(s) for s in rng.permutation(p.K)]))
+        end = map_end(pl, [int(s) for s in rng.permutation(p.K)])
+        plan = shuffle_plan(pl, end)
+        stopped.append([s for s in range(p.K) if s not in end.finishers])
         per: list[CodeWork] = []
         for red in plan.reducers:
             w = red.out_stop - red.out_start
@@ -353,7 +376,7 @@ def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int =
                             *[W.call() for _ in range(reducer_batches(red, pl))]])
             per.append(cw)
         reduce.append(per)
-    return JobWork(encode, mp, reduce)
+    return JobWork(encode, mp, reduce, stopped, chunks)
 
 
 def phase_seconds(params: Any, table: Mapping[str, float] | None = None,

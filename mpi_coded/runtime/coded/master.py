@@ -68,7 +68,7 @@ def master_main(job: CodedJob, comm: MPI.Comm, phase: Phase, out: str | None) ->
     setup = build_setup(job)
     setup.field.warm_up()
     field, pl = setup.field, setup.placement
-    prefault(working_bytes(job, field, p.m, copies=1))  # the reducers' outputs arrive here
+    prefault(working_bytes(job, field, p.m, copies=3))  # the reducers' outputs arrive here
     warning = padding_warning(p, pl)
     if warning:
         print(f"mpi-coded: warning: {warning}", file=sys.stderr, flush=True)

@@ -167,9 +167,11 @@ class MasterLink:
 
     def send(self, kind: wire.Kind, step: int, arr: np.ndarray | None = None, aux: int = 0, *,
              timeout: float) -> None:
-        """Send one message to the master and wait politely until it is delivered."""
+        """Send one message to the master and wait until it is delivered: politely, or
+        with the short active backoff when it carries a payload (a large one moves only
+        while both sides call into MPI)."""
         wait_all(wire.isend(self.comm, MASTER, kind, step, arr, aux), deadline_in(timeout),
-                 f"the master to receive {kind.name} (step {step})")
+                 f"the master to receive {kind.name} (step {step})", active=arr is not None)
 
     def isend(self, kind: wire.Kind, step: int, arr: np.ndarray | None = None,
               aux: int = 0) -> list[MPI.Request]:
