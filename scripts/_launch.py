@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -27,10 +25,14 @@ def mpiexec() -> str:
 
 def run_mpi(n: int, args: list[str], timeout: float = 600.0, stream: bool = False) -> None:
     """``mpiexec -n n python -m mpi_coded ARGS`` in its own process group, with a timeout;
-    ``stream``: forward its output line by line as it comes (long jobs' progress)."""
+    ``stream``: forward its output line by line as it comes (long jobs' progress).  On a
+    timeout or an interruption the launcher and every rank it started are killed
+    (:func:`mpi_coded.proctree.kill_tree`) and what it printed so far is shown."""
+    from mpi_coded.proctree import kill_tree
+
     cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "mpi_coded", *args]
     proc = subprocess.Popen(cmd, start_new_session=True, cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
     lines: list[str] = []
 
     def pump() -> None:
@@ -46,12 +48,16 @@ def run_mpi(n: int, args: list[str], timeout: float = 600.0, stream: bool = Fals
     reader.start()
     try:
         proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+    except BaseException as exc:  # the timeout, or Ctrl-C: no rank is left behind
+        kill_tree(proc.pid)
         proc.wait()
-        raise SystemExit(f"timed out: {' '.join(cmd)}") from None
-    finally:
         reader.join(timeout=10)
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise SystemExit(f"timed out: {' '.join(cmd)}") from None
+        raise
+    reader.join(timeout=10)
     sys.stdout.write("".join(lines))
     sys.stdout.flush()
     if proc.returncode != 0:

@@ -21,10 +21,9 @@ Reed-Solomon codes (docs/theory.md (C.1), (C.4)) add, in the same run:
   code, ``N/q = 120`` outputs, a random erasure pattern) by the RS FFT decoder against the
   old path, a ``[I; Cauchy]`` inverse (galois) and its product;
 - a scaled paper instance (``m = n = N = --scaled-m``, default 1800, GF(2^16), no
-  throttle): unified and BDC at ``T`` = 10, 100 and rows-per-batch, each run once over
-  MPI with 4 repetitions (the first two also pay first-touch page faults; the median of the
-  others is what the model is compared with); ``bdc_over_unified_measured`` (encode +
-  reduce, master-observed phases) and
+  throttle): unified and BDC at ``T`` = 10, 100 and rows-per-batch, each one MPI job of
+  3 repetitions (their medians are compared with the model);
+  ``bdc_over_unified_measured`` (encode + reduce, master-observed phases) and
   ``bdc_over_unified_model`` (the calibrated model of :mod:`mpi_coded.analysis.calibration`:
   the phases' wall time, the servers sharing this machine's cores), objects keyed by
   ``T``; ``bdc_over_unified_measured_compute``
@@ -52,10 +51,8 @@ from _launch import ROOT, mpiexec, read_jsonl, run_mpi  # noqa: E402
 from mpi_coded.coded.schemes import get as get_scheme  # noqa: E402
 
 K, Q, MU = 9, 6, "1/3"
-SCALED_REPS = 4
-"""Repetitions of each scaled-instance job: the first two also pay first-touch page faults
-(scripts/bench_paper.py), the median of the others is compared with the model (which prices
-warm repetitions)."""
+SCALED_REPS = 3
+"""Repetitions of each scaled-instance job; their medians are compared with the model."""
 
 
 def run_scheme(tmp: Path, scheme: str, m: int, n: int, N: int, T: int, field: str,
@@ -140,7 +137,7 @@ def scaled_instance(tmp: Path, m: int, table: dict) -> dict:
             args += ["--T", str(T)]
         run_mpi(K + 1, args, timeout=1800)
         runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
-        warm = runs[2:]  # reps 0, 1 also pay first-touch page faults; the model prices warm reps
+        warm = runs  # every repetition (the ranks pre-touch their heap)
         med = {k: statistics.median(r[k] for r in warm) for k in ("encode_s", "reduce_s")}
         rec = runs[-1]
         p = coded_params(scheme, K, Q, MU, eta, m, m, T=T, field="gf2^16")

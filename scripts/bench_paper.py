@@ -6,13 +6,12 @@ partitions of length 9000/T), each one ``mpiexec -n 10`` job that encodes, maps,
 shuffles, decodes and verifies every output (Freivalds' check over GF(2^16)).  Every job's
 progress lines are streamed as they come (they take about a minute each on 2 cores).
 
-Each job runs ``--reps`` repetitions (default 3).  The first ones also pay for touching
-memory the rank has not used before (page faults: on a virtual machine whose pages the host
-hands out lazily, about 57 us per 4 KiB page, measured with getrusage; it can double a
-paper-size encode when 9 ranks share 2 cores).  The ranks keep freed memory
-(:mod:`mpi_coded.runtime.core.memory`), so from the third repetition on the phases reuse
-their pages; the model prices such warm repetitions, so the median of the repetitions from
-the third on is compared with it, and the first is reported too.
+Each job runs ``--reps`` repetitions (default 3) and the median of each phase is compared
+with the model; the first repetition is reported too.  Touching memory a rank has not used
+before costs page faults (on a virtual machine whose pages the host hands out lazily, about
+57 us per 4 KiB page, measured with getrusage: it doubled a paper-size encode and reduce
+when 9 ranks share 2 cores); the ranks keep freed memory and pre-touch their working heap
+during setup (:mod:`mpi_coded.runtime.core.memory`), so every repetition reuses pages.
 
 Next to each measured phase, the calibrated model of :mod:`mpi_coded.analysis.calibration`
 (this machine's table, measured first unless ``--calibration FILE`` is given): the work
@@ -45,8 +44,6 @@ from mpi_coded.analysis import calibration  # noqa: E402
 from mpi_coded.coded.schemes import coded_params  # noqa: E402
 
 K, Q, MU, ETA, M = 9, 6, "1/3", 250, 6000
-WARM_FROM = 2
-"""Repetitions from this index on are compared with the model (module docstring)."""
 
 
 def run_one(T: int, table: dict, cores: int, tmp: Path, timeout: float, reps: int) -> dict:
@@ -61,8 +58,9 @@ def run_one(T: int, table: dict, cores: int, tmp: Path, timeout: float, reps: in
     run_mpi(K + 1, args, timeout=timeout * reps + 120, stream=True)
     wall = time.perf_counter() - t0
     runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
-    warm = runs[WARM_FROM:] or runs[-1:]  # the model prices warm repetitions (docstring)
-    rec = {k: statistics.median(r[k] for r in warm) for k in (
+    if not runs:
+        raise SystemExit(f"T={T}: the job wrote no repetition to {out}")
+    rec = {k: statistics.median(r[k] for r in runs) for k in (
         "encode_s", "map_s", "shuffle_s", "reduce_s", "total_s")}
     rec.update({k: runs[-1].get(k) for k in ("encoder", "decoder")},
                verified=all(r["verified"] for r in runs),
@@ -92,8 +90,7 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="append one JSON line per job here")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per repetition")
     ap.add_argument("--reps", type=int, default=3,
-                    help="repetitions per job (default 3: the first two also pay first-touch "
-                         "page faults; the later ones are compared with the model)")
+                    help="repetitions per job (default 3; their medians meet the model)")
     args = ap.parse_args()
     try:
         Ts = [int(x) for x in args.T.split(",") if x.strip()]

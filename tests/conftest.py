@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
+from mpi_coded.proctree import kill_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,40 +106,6 @@ def run_cmd(cmd: list[str], timeout: float, env: dict[str, str] | None = None,
         proc.communicate()
         raise
     return Run(proc.returncode, out, err)
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (from /proc), whatever its process group."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def kill_tree(pid: int) -> None:
-    """SIGKILL ``pid``'s process group and every descendant (ranks may sit in groups of
-    their own under some launchers)."""
-    victims = _descendants(pid)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for v in victims:
-        try:
-            os.kill(v, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def run_mpi(n: int, args: list[str], timeout: float = 120.0,

@@ -21,7 +21,7 @@ PURE_MODULES = [
     "mpi_coded.coded.exchange", "mpi_coded.coded.replay", "mpi_coded.coded.job",
     "mpi_coded.analysis.loads", "mpi_coded.analysis.delay", "mpi_coded.analysis.bdc_load",
     "mpi_coded.analysis.solvers", "mpi_coded.analysis.model", "mpi_coded.fields",
-    "mpi_coded.results", "mpi_coded.errors",
+    "mpi_coded.results", "mpi_coded.errors", "mpi_coded.proctree",
 ]
 
 
@@ -199,7 +199,8 @@ def test_no_import_cycle():
 
 
 LAYERS: list[tuple[str, ...]] = [
-    ("mpi_coded", "mpi_coded.errors", "mpi_coded.wait_modes", "mpi_coded.results"),
+    ("mpi_coded", "mpi_coded.errors", "mpi_coded.wait_modes", "mpi_coded.results",
+     "mpi_coded.proctree"),
     ("mpi_coded.fields", "mpi_coded.gf_kernels"),
     ("mpi_coded.codes",),
     ("mpi_coded.analysis.loads", "mpi_coded.analysis.delay"),  # formulas

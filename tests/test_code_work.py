@@ -20,7 +20,7 @@ from mpi_coded.coded.shuffle import shuffle_plan
 from mpi_coded.codes import work as W
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import get_field
-from mpi_coded.gf_kernels import _choose, product_ns
+from mpi_coded.gf_kernels import _choose, _kernel_costs, product_ns
 
 CASES = [
     ("unified", 1, 9, 6, "1/3", 30, "gf2^16"),   # one RS code (1080, 720)
@@ -71,6 +71,7 @@ def test_generator_rows_in_pieces_encode_the_same_rows(monkeypatch):
     _, _, calls = code._encode_calls(rows, p.n)
     assert max(len(sel) for how, a, sel in calls if a >= code.layout.k) <= 3
     assert np.array_equal(code.encode(A, rows), whole)
+    assert code.encode_work(rows, p.n).algorithms == code.encoders  # the pieces, counted
     assert np.array_equal(whole, f.matmul(code.psi()[list(rows)], A))
     assert ROW_OPERAND >= 1 << 16
 
@@ -81,7 +82,9 @@ def test_product_prices_the_kernel_the_product_runs():
     big = W.product("gf2^8", 250, 4096, 1024)
     assert big[0].kernel == "gf2^8_product"
     assert big[0].ops == pytest.approx(product_ns(250, 4096, 1024, 8))
-    assert _choose(250, 4096, 1024, 8) in ("direct", "sliced", "sliced_t")
+    # the estimate is that of the kernel gf_matmul picks: the cheapest
+    costs = _kernel_costs(250, 4096, 1024, 8)
+    assert big[0].ops == pytest.approx(costs[_choose(250, 4096, 1024, 8)])
     assert [w.kernel for w in W.inverse("gf2^16", 5)] == ["gf2^16_inverse",
                                                           "gf2^16_inverse_step"]
     table = {"gf2^16_thin": 2.0, "call": 10.0}
@@ -173,3 +176,23 @@ def test_reducers_gather_their_values_per_batch_and_decode(scheme, T):
     assert res.max_error == 0 and len(res.decoded) == 6
     for red in res.plan.reducers:
         assert 1 <= exchange.reducer_batches(red, pl) <= pl.n_batches
+
+
+def test_ranks_keep_and_pretouch_their_heap():
+    """The runtime's memory policy (glibc): freed memory stays in the rank and setup
+    pre-touches the working heap (docs/theory.md (C.4), runtime.core.memory); in a
+    subprocess, not to change this test process's malloc."""
+    import platform
+    import subprocess
+    import sys
+
+    code = ("from mpi_coded.runtime.core import memory as m\n"
+            "kept = m.retain_freed_memory()\n"
+            "print(kept, m.prefault(3 * m.PREFAULT_BLOCK + 5), m.prefault(0))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    kept, touched, none = r.stdout.split()
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert kept == str(glibc)
+    assert int(touched) == (3 * (16 << 20) + 5 if glibc else 0) and int(none) == 0

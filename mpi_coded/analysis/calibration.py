@@ -147,6 +147,8 @@ def cores_here() -> int:
 
 OVER_PER_CORE = 4
 """``contention_over`` is measured with this many processes per core."""
+MAX_CONTENTION_PROCS = 64
+"""At most this many processes at once (on a large machine: a subset of its cores)."""
 
 
 def _mix(quick: bool) -> Callable[[], None]:
@@ -187,14 +189,18 @@ def _worker(_: int) -> float:
     return time.perf_counter() - t
 
 
+CONTENTION_TIMEOUT = 120.0
+"""Seconds :func:`measure_contention` waits for its processes before giving up (1.0)."""
+
+
 def _concurrent(procs: int, quick: bool, reps: int) -> float:
     """Mean seconds of ``reps`` mixes in each of ``procs`` processes started together."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(procs)
+    barrier = ctx.Barrier(procs, timeout=CONTENTION_TIMEOUT)
     with ctx.Pool(procs, initializer=_worker_init, initargs=(barrier, quick, reps)) as pool:
-        took = pool.map(_worker, range(procs), chunksize=1)
+        took = pool.map_async(_worker, range(procs), chunksize=1).get(CONTENTION_TIMEOUT)
     return float(np.mean(took))
 
 
@@ -209,11 +215,14 @@ def measure_contention(quick: bool = False) -> dict[str, float]:
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return {"contention_cores": 1.0, "contention_over": 1.0}
-    cores = cores_here()
+    cores = min(cores_here(), MAX_CONTENTION_PROCS // OVER_PER_CORE)
     reps = 2 if quick else 3
-    alone = _concurrent(1, quick, reps)
-    full = _concurrent(cores, quick, reps) if cores > 1 else alone
-    over = _concurrent(OVER_PER_CORE * cores, quick, reps)
+    try:
+        alone = _concurrent(1, quick, reps)
+        full = _concurrent(cores, quick, reps) if cores > 1 else alone
+        over = _concurrent(OVER_PER_CORE * cores, quick, reps)
+    except Exception:  # a worker died or timed out (memory?): no contention measured
+        return {"contention_cores": 1.0, "contention_over": 1.0}
     return {"contention_cores": max(1.0, full / alone),
             "contention_over": max(1.0, over / (alone * OVER_PER_CORE))}
 
@@ -265,12 +274,13 @@ def slowdown(active: int, cores: int | None, table: Mapping[str, float] | None =
     """How many times longer one core's second of work takes with ``active`` servers
     computing on ``cores`` cores: their share of the cores (``active / cores`` when they
     outnumber them) times the measured contention (``contention_cores`` when they fill the
-    cores, ``contention_over`` beyond); 1 with a core each (``cores=None``) or alone."""
+    cores, the larger of both beyond); 1 with a core each (``cores=None``) or alone."""
     if cores is None or active <= 1:
         return 1.0
+    full = seconds("contention_cores", table)
     if active <= cores:
-        return seconds("contention_cores", table)
-    return active / cores * seconds("contention_over", table)
+        return full
+    return active / cores * max(full, seconds("contention_over", table))
 
 
 def shared_wall(seconds_each: Sequence[float], cores: int | None,
@@ -344,7 +354,9 @@ def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int =
     """Every call of the job's encode (per server) and reduce (per reducer, for ``orders``
     seeded random finishing orders), from the job's own code and placement (module
     docstring); the map in ``chunks`` pieces; None for a code that does not list its work
-    (lt)."""
+    (lt).  Decoding is priced as in a job's first repetition: a server's code caches the
+    inverses of the erasure patterns it met, so later repetitions of a short-partition code
+    (whose decoding the inverses dominate) can be cheaper than predicted."""
     from mpi_coded.coded.code import build_code
     from mpi_coded.coded.exchange import reducer_batches
     from mpi_coded.coded.mapend import map_end

@@ -9,6 +9,7 @@ It executes plans made by the pure packages; it does not invent them.
     peer), :mod:`.core.peers` (the master's peers: handshake, collection with
     deadlines and stale-answer dropping; the worker's link to the master),
     :mod:`.core.run` (world-size check, guarded launch, run record),
+    :mod:`.core.memory` (ranks keep freed memory and pre-touch their working heap),
     :mod:`.core.guard` (an exception on one rank ends the job, naming it),
     :mod:`.core.throttle` (artificial speeds), :mod:`.core.faults` (fault injection).
 ``cec/``

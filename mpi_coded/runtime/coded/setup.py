@@ -71,8 +71,8 @@ def working_bytes(job: CodedJob, field: Field, rows: int, copies: int = 12) -> i
     ``copies`` times its largest per-repetition array (a server: ``rows`` coded rows of
     ``max(n, N)`` values; it holds its coded rows, its map output, the values it receives in
     the shuffle with their masks, its decode values and the FFT scratch, about twelve such
-    arrays; the master: the ``m x N`` outputs it receives and the decoded ``Y`` it assembles
-and verifies, three), at most
+        arrays; the master: the ``m x N`` outputs it receives and the decoded ``Y`` it assembles
+    and verifies, three), at most
     :data:`PREFAULT_CAP`."""
     p = job.params
     item = np.dtype(field.dtype).itemsize

@@ -8,14 +8,15 @@ about 57 us per 4 KiB page (measured with getrusage on a Firecracker VM), as muc
 computing.  :func:`retain_freed_memory` raises the mmap threshold to its maximum (32 MiB on
 64-bit glibc) and turns heap trimming off (``mallopt``), and :func:`prefault` touches a
 heap of the job's working size during setup, so the timed phases reuse pages the rank
-already has.  Only the peak of each rank stays resident (it is reported as
-``peak_rss_mb``).  Elsewhere (not glibc) both do nothing.
+already has.  Arrays above 32 MiB are still mapped afresh each time (at the paper's size:
+the master's ``m x N`` outputs; no timed server array is that large).  A rank keeps the
+larger of its peak and its pre-touched heap resident (reported as ``peak_rss_mb``).
+Elsewhere (not glibc) both do nothing.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD = -1
@@ -28,9 +29,8 @@ def retain_freed_memory() -> bool:
     """Set glibc's malloc to keep freed memory (module docstring); True if it did."""
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+    try:  # the C library already loaded (no ldconfig subprocess after MPI_Init)
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
