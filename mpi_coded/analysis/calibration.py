@@ -371,7 +371,7 @@ def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int =
         return None
     pl = build_placement(p)
     encode = [code.encode_work(pl.stored_rows(s), p.n) for s in range(p.K)]
-    mp = [W.product(f.name, len(pl.stored_rows(s)), p.n, p.N) for s in range(p.K)]
+    mp = [_map_work(f.name, len(pl.stored_rows(s)), p.n, p.N, chunks) for s in range(p.K)]
     rng = np.random.default_rng(seed)
     reduce: list[list[CodeWork]] = []
     stopped: list[list[int]] = []
@@ -389,6 +389,16 @@ def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int =
             per.append(cw)
         reduce.append(per)
     return JobWork(encode, mp, reduce, stopped, chunks)
+
+
+def _map_work(field: str, rows: int, n: int, N: int, chunks: int) -> list[Work]:
+    """A server's map as the runtime runs it: ``chunks`` products of consecutive rows
+    (each packs ``X`` again)."""
+    cuts = np.linspace(0, rows, chunks + 1).round().astype(int)
+    work: list[Work] = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        work += W.product(field, int(b - a), n, N) if b > a else []
+    return work
 
 
 def phase_seconds(params: Any, table: Mapping[str, float] | None = None,
