@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from mpi_coded.coded.code import CodeWork, PartitionCode, algorithm_mask, algorithm_names
-from mpi_coded.coded.job import CodedJob
+from mpi_coded.coded.job import CodedJob, map_chunk_cuts
 from mpi_coded.codes import work as W
 from mpi_coded.codes.work import DEFAULT_SECONDS, Work, price, seconds
 from mpi_coded.errors import ConfigError, require
@@ -394,7 +394,7 @@ def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int =
 def _map_work(field: str, rows: int, n: int, N: int, chunks: int) -> list[Work]:
     """A server's map as the runtime runs it: ``chunks`` products of consecutive rows
     (each packs ``X`` again)."""
-    cuts = np.linspace(0, rows, chunks + 1).round().astype(int)
+    cuts = map_chunk_cuts(rows, chunks)
     work: list[Work] = []
     for a, b in zip(cuts[:-1], cuts[1:]):
         work += W.product(field, int(b - a), n, N) if b > a else []

@@ -274,10 +274,14 @@ class PartitionCode(Code):
                 self._record(self.encoders, "generator")
         return out
 
+    def _consecutive(self, t: int) -> bool:
+        """Whether partition ``t``'s message rows are consecutive rows of ``A``."""
+        return bool(np.all(np.diff(self.layout.msg_index[t]) == 1))
+
     def _message(self, A: np.ndarray, t: int) -> np.ndarray:
-        """``A[msg_index[t]]``: a view when the partition's rows are consecutive."""
+        """``A[msg_index[t]]``: a view (no copy) when the rows are consecutive."""
         idx = self.layout.msg_index[t]
-        if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and bool(np.all(np.diff(idx) == 1)):
+        if self._consecutive(t):
             return A[int(idx[0]):int(idx[-1]) + 1]
         return A[idx]
 
@@ -290,8 +294,7 @@ class PartitionCode(Code):
         for how, key, sel in calls:
             if how == "partition":
                 name, work = self.sub.encode_work(pos[sel], vectors)
-                idx = lay.msg_index[key]
-                gather = 0 if bool(np.all(np.diff(idx) == 1)) else lay.k * vectors
+                gather = 0 if self._consecutive(key) else lay.k * vectors
                 out.add(name, [W.copy(gather), *work, W.copy(len(sel) * vectors)])
             elif key < lay.k:
                 out.add("systematic", [W.call(), W.copy(2 * len(sel) * vectors)])

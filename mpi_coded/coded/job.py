@@ -135,6 +135,13 @@ class CodedJob:
         return d
 
 
+def map_chunk_cuts(rows: int, chunks: int) -> np.ndarray:
+    """Row boundaries of a server's map in ``chunks`` pieces: chunk ``c`` is rows
+    ``[cuts[c], cuts[c + 1])`` (the runtime maps them one product each; the calibrated
+    model prices them so)."""
+    return np.linspace(0, rows, chunks + 1).round().astype(int)
+
+
 def multicast_levels(p: CodedParams) -> tuple[int, ...]:
     """Multicast levels any shuffle plan of ``p`` may use (both strategies for a scheme
     that compares them); a level-``j`` group has ``j + 1`` servers."""

@@ -147,18 +147,6 @@ class RSSubCode:
         return (fft_encode_seconds(self.n, self.k, vectors, self.table),
                 generator_encode_seconds("gf2^16", parity_rows, self.k, vectors, self.table))
 
-    def parity(self, message: np.ndarray, chunk: int = 2048) -> np.ndarray:
-        """All ``n - k`` parity rows of ``message`` (``k x w``) by the FFT, ``chunk`` columns
-        at a time (bounded scratch memory)."""
-        msg = np.asarray(message, dtype=np.uint16)
-        w = msg.shape[1]
-        if w <= chunk:
-            return self.rs.parity(np.ascontiguousarray(msg))
-        out = np.empty((self.n - self.k, w), dtype=np.uint16)
-        for a in range(0, w, chunk):
-            out[:, a:a + chunk] = self.rs.parity(np.ascontiguousarray(msg[:, a:a + chunk]))
-        return out
-
     def encode_work(self, positions: Sequence[int] | np.ndarray, vectors: int
                     ) -> tuple[str, list[W.Work]]:
         """``(encoder, calls)`` of :meth:`encode_rows` on ``vectors`` columns: data rows

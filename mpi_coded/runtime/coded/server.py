@@ -20,6 +20,7 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.coded import exchange
+from mpi_coded.coded.job import map_chunk_cuts
 from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.replay import ServerData
@@ -64,7 +65,7 @@ class MapRun:
         """Map chunk by chunk; return the master's MAP_END if it came first."""
         job, field = self.setup.job, self.setup.field
         rows = self.coded.shape[0]
-        cuts = np.linspace(0, rows, job.chunks + 1).round().astype(int)
+        cuts = map_chunk_cuts(rows, job.chunks)
         t0 = time.perf_counter()
         for c in range(job.chunks):
             a, b = int(cuts[c]), int(cuts[c + 1])
