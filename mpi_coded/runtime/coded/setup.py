@@ -71,9 +71,8 @@ def working_bytes(job: CodedJob, field: Field, rows: int, copies: int = 12) -> i
     ``copies`` times its largest per-repetition array (a server: ``rows`` coded rows of
     ``max(n, N)`` values; it holds its coded rows, its map output, the values it receives in
     the shuffle with their masks, its decode values and the FFT scratch, about twelve such
-        arrays; the master: the ``m x N`` outputs it receives and the decoded ``Y`` it assembles
-    and verifies, three), at most
-    :data:`PREFAULT_CAP`."""
+    arrays; the master: the ``m x N`` outputs it receives and the decoded ``Y`` it assembles
+    and verifies, three), at most :data:`PREFAULT_CAP`."""
     p = job.params
     item = np.dtype(field.dtype).itemsize
     return int(min(PREFAULT_CAP, copies * max(rows, 1) * max(p.n, p.N) * item))
