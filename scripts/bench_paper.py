@@ -4,18 +4,22 @@ K = 9, q = 6, mu = 1/3, rows-per-batch 250 (m = n = N = 6000, r = 9000), GF(2^16
 unified code (one RS code of length 9000) and BDC at each ``--T`` (T RS or ``[I; Cauchy]``
 partitions of length 9000/T), each one ``mpiexec -n 10`` job that encodes, maps,
 shuffles, decodes and verifies every output (Freivalds' check over GF(2^16)).  Every job's
-progress lines are streamed as they come (they take about a minute each on 2 cores).
+progress lines are streamed as they come (about 30 s per repetition on 2 cores).
 
-Each job runs ``--reps`` repetitions (default 3) and the median of each phase is compared
-with the model; the first repetition is reported too.  Touching memory a rank has not used
-before costs page faults (on a virtual machine whose pages the host hands out lazily, about
-57 us per 4 KiB page, measured with getrusage: it doubled a paper-size encode and reduce
-when 9 ranks share 2 cores); the ranks keep freed memory and pre-touch their working heap
-during setup (:mod:`mpi_coded.runtime.core.memory`), so every repetition reuses pages.
+Each job runs ``--reps`` repetitions (default 5: a repetition's reduce can take twice the
+others when the servers told to stop are still in their last map chunk) and the median of
+each phase is compared with the model; the first repetition is reported too. Touching
+memory a rank has not used before costs page faults (on a virtual machine whose pages the
+host hands out lazily, about 57 us per 4 KiB page, measured with getrusage: it doubled a
+paper-size encode and reduce when 9 ranks share 2 cores); the ranks keep freed memory and
+pre-touch their working heap during setup (:mod:`mpi_coded.runtime.core.memory`), so every
+repetition reuses pages.
 
-Next to each measured phase, the calibrated model of :mod:`mpi_coded.analysis.calibration`
-(this machine's table, measured first unless ``--calibration FILE`` is given): the work
-of the job's own code, priced per call, with the 9 servers sharing this machine's cores.
+Next to each measured phase, the calibrated model of :mod:`mpi_coded.analysis.calibration`:
+the work of the job's own code, priced per call, with the 9 servers sharing this machine's
+cores.  Its table of seconds per operation is measured right before and right after each
+job and averaged (a shared host's speed drifts by 10-20 % within minutes), unless
+``--calibration FILE`` gives one for every job.
 
 The last line is one JSON object: per ``T`` the measured and predicted encode, map and
 reduce seconds, the encoder and decoder that ran, the peak RSS of the largest rank;
@@ -46,7 +50,8 @@ from mpi_coded.coded.schemes import coded_params  # noqa: E402
 K, Q, MU, ETA, M = 9, 6, "1/3", 250, 6000
 
 
-def run_one(T: int, table: dict, cores: int, tmp: Path, timeout: float, reps: int) -> dict:
+def run_one(T: int, tmp: Path, timeout: float, reps: int) -> dict:
+    """Run the job at ``T`` (1: unified); the medians of its repetitions."""
     scheme = "unified" if T == 1 else "bdc"
     out = tmp / f"paper_{scheme}_{T}.jsonl"
     args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(Q), "--mu", MU,
@@ -60,25 +65,30 @@ def run_one(T: int, table: dict, cores: int, tmp: Path, timeout: float, reps: in
     runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
     if not runs:
         raise SystemExit(f"T={T}: the job wrote no repetition to {out}")
-    rec = {k: statistics.median(r[k] for r in runs) for k in (
-        "encode_s", "map_s", "shuffle_s", "reduce_s", "total_s")}
-    rec.update({k: runs[-1].get(k) for k in ("encoder", "decoder")},
-               verified=all(r["verified"] for r in runs),
-               max_peak_rss_mb=max(r.get("max_peak_rss_mb") or 0.0 for r in runs))
-    p = coded_params(scheme, K, Q, MU, ETA, M, M, T=T, field="gf2^16")
-    pred = calibration.predict_seconds(p, table, cores=cores)
-    row = {"T": T, "scheme": scheme, "verified": rec["verified"], "job_wall_s": wall,
-           "reps": len(runs), "first_rep": {f"{ph}_s": runs[0][f"{ph}_s"]
-                                            for ph in ("encode", "map", "reduce")},
-           "max_peak_rss_mb": rec.get("max_peak_rss_mb"),
-           "encoder": rec.get("encoder"), "decoder": rec.get("decoder"),
-           "model_encoder": pred["encoder"], "model_decoder": pred["decoder"]}
+    row: dict = {"T": T, "scheme": scheme, "verified": all(r["verified"] for r in runs),
+                 "job_wall_s": wall, "reps": len(runs),
+                 "first_rep": {f"{ph}_s": runs[0][f"{ph}_s"] for ph in ("encode", "map", "reduce")},
+                 "max_peak_rss_mb": max(r.get("max_peak_rss_mb") or 0.0 for r in runs),
+                 "encoder": runs[-1].get("encoder"), "decoder": runs[-1].get("decoder")}
     for ph in ("encode", "map", "shuffle", "reduce", "total"):
-        row[f"{ph}_s"] = rec[f"{ph}_s"]
+        row[f"{ph}_s"] = statistics.median(r[f"{ph}_s"] for r in runs)
+    return row
+
+
+def add_model(row: dict, table: dict, cores: int) -> None:
+    """The calibrated model's seconds next to the measured ones in ``row``."""
+    T = row["T"]
+    p = coded_params(row["scheme"], K, Q, MU, ETA, M, M, T=T, field="gf2^16")
+    pred = calibration.predict_seconds(p, table, cores=cores)
+    row.update(model_encoder=pred["encoder"], model_decoder=pred["decoder"], calibration=table)
     for ph in ("encode", "map", "reduce"):
         row[f"model_{ph}_s"] = pred["wall"][ph]
-        row[f"{ph}_model_over_measured"] = pred["wall"][ph] / rec[f"{ph}_s"]
-    return row
+        row[f"{ph}_model_over_measured"] = pred["wall"][ph] / row[f"{ph}_s"]
+
+
+def mean_table(a: dict, b: dict) -> dict:
+    """Key by key, the mean of two calibration tables."""
+    return {k: (a[k] + b[k]) / 2 for k in a}
 
 
 def main() -> int:
@@ -89,8 +99,8 @@ def main() -> int:
                     help="a calibration file (mpi-coded model --calibrate); default: measure")
     ap.add_argument("--out", default=None, help="append one JSON line per job here")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per repetition")
-    ap.add_argument("--reps", type=int, default=3,
-                    help="repetitions per job (default 3; their medians meet the model)")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="repetitions per job (default 5; their medians meet the model)")
     args = ap.parse_args()
     try:
         Ts = [int(x) for x in args.T.split(",") if x.strip()]
@@ -100,17 +110,24 @@ def main() -> int:
         coded_params("unified" if T == 1 else "bdc", K, Q, MU, ETA, M, M, T=T,
                      field="gf2^16")
     cores = calibration.cores_here()
-    if args.calibration:
-        table = calibration.load(args.calibration)
-    else:
-        print("calibrating the kernels ...", flush=True)
-        table = calibration.measure()
+    fixed = calibration.load(args.calibration) if args.calibration else None
+
+    def table_now(when: str) -> dict:
+        if fixed is not None:
+            return fixed
+        print(f"calibrating the kernels ({when}) ...", flush=True)
+        return calibration.measure()
+
     print(f"paper setting: K={K} q={Q} mu={MU} m=n=N={M} GF(2^16); {cores} cores", flush=True)
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as d:
+        before = table_now("before the first job")
         for i, T in enumerate(Ts):
             print(f"[{i + 1}/{len(Ts)}] T={T}", flush=True)
-            row = run_one(T, table, cores, Path(d), args.timeout, args.reps)
+            row = run_one(T, Path(d), args.timeout, args.reps)
+            after = table_now("after the job")  # and before the next one
+            add_model(row, mean_table(before, after), cores)
+            before = after
             rows[str(T)] = row
             print(f"T={T}: encode {row['encode_s']:.3f} s (model {row['model_encode_s']:.3f}, "
                   f"{row['encoder']}), map {row['map_s']:.2f} s (model "
@@ -121,7 +138,7 @@ def main() -> int:
             if args.out:
                 with open(args.out, "a") as fh:
                     fh.write(json.dumps({"kind": "paper_bench", **row}) + "\n")
-    out: dict = {"paper": rows, "cores": cores, "calibration": table,
+    out: dict = {"paper": rows, "cores": cores,
                  "encode_model_over_measured": {T: r["encode_model_over_measured"]
                                                 for T, r in rows.items()},
                  "reduce_model_over_measured": {T: r["reduce_model_over_measured"]

@@ -77,8 +77,8 @@ def test_generator_rows_in_pieces_encode_the_same_rows(monkeypatch):
 
 
 def test_product_prices_the_kernel_the_product_runs():
-    thin = W.product("gf2^16", 1, 18, 1000)
-    assert thin[0] == W.Work("gf2^16_thin", 18000.0)
+    thin = W.product("gf2^16", 2, 18, 1000)
+    assert thin[:2] == [W.Work("gf2^16_thin", 36000.0), W.Work("gf2^16_thin_operand", 18000.0)]
     big = W.product("gf2^8", 250, 4096, 1024)
     assert big[0].kernel == "gf2^8_product"
     assert big[0].ops == pytest.approx(product_ns(250, 4096, 1024, 8))
@@ -87,8 +87,17 @@ def test_product_prices_the_kernel_the_product_runs():
     assert big[0].ops == pytest.approx(costs[_choose(250, 4096, 1024, 8)])
     assert [w.kernel for w in W.inverse("gf2^16", 5)] == ["gf2^16_inverse",
                                                           "gf2^16_inverse_step"]
-    table = {"gf2^16_thin": 2.0, "call": 10.0}
-    assert W.price(thin, table) == pytest.approx(36000.0 + 10.0)
+    table = {"gf2^16_thin": 2.0, "gf2^16_thin_operand": 3.0, "call": 10.0}
+    assert W.price(thin, table) == pytest.approx(72000.0 + 54000.0 + 10.0)
+    # memory-bound kernels (the scalar product, copies, Python around short codes) and
+    # compute-bound ones (blocked products, the RS FFT)
+    assert [k for k in ("gf2^16_thin", "gf2^8_thin_operand", "copy", "call", "place",
+                        "gf2^16_inverse_step", "gf2^16_matmul", "gf2^8_product",
+                        "rs_fft_encode") if W.memory_bound(k)] == [
+        "gf2^16_thin", "gf2^8_thin_operand", "copy", "call", "place", "gf2^16_inverse_step"]
+    mixed = [W.Work("copy", 30.0), W.Work("rs_fft_encode", 10.0)]
+    assert W.memory_share(mixed, {"copy": 1.0, "rs_fft_encode": 7.0}) == pytest.approx(0.3)
+    assert W.memory_share([], table) == 0.0
 
 
 def test_shared_wall_is_processor_sharing():
@@ -102,6 +111,19 @@ def test_shared_wall_is_processor_sharing():
     # a rank still finishing its map chunk competes, but is not waited for
     assert sw([1.0], 1, background=[5.0]) == pytest.approx(2.0)
     assert sw([1.0, 1.0], 2, background=[0.5, 0.5]) == pytest.approx(0.5 * 2 + 0.5)
+    # contention: memory-bound work slows more beside others than compute-bound work
+    table = {**W.DEFAULT_SECONDS, "contention_cores": 1.1, "contention_over": 1.2,
+             "contention_cores_memory": 1.5, "contention_over_memory": 2.0}
+    assert calibration.slowdown(1, 2, table, memory=1.0) == 1.0
+    assert calibration.slowdown(2, 2, table) == pytest.approx(1.1)
+    assert calibration.slowdown(2, 2, table, memory=1.0) == pytest.approx(1.5)
+    assert calibration.slowdown(4, 2, table, memory=0.5) == pytest.approx(2 * 1.6)
+    assert sw([1.0] * 4, 2, table) == pytest.approx(2 * 1.2)
+    assert sw([1.0] * 4, 2, table, memory=[1.0] * 4) == pytest.approx(2 * 2.0)
+    # 2 servers on 2 cores, one memory-bound: the compute-bound one ends first (at 1.1),
+    # the other has 1 - 1.1 / 1.5 left, alone
+    assert sw([1.0, 1.0], 2, table, memory=[0.0, 1.0]) == pytest.approx(
+        1.1 + (1 - 1.1 / 1.5))
 
 
 def test_predicted_phases_follow_the_listed_work():
@@ -132,7 +154,7 @@ def test_lt_falls_back_to_operation_counts():
 
 
 def test_calibration_file_version_and_keys(tmp_path):
-    table = {k: 1e-9 for k in calibration.KEYS}
+    table = {k: 1.0 if k.startswith("contention") else 1e-9 for k in calibration.KEYS}
     path = tmp_path / "cal.json"
     calibration.write(table, path)
     assert calibration.load(path) == table
@@ -143,7 +165,11 @@ def test_calibration_file_version_and_keys(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"version": calibration.VERSION,
                                "seconds_per_op": {**table, "copy": -1}}))
-    with pytest.raises(ConfigError, match="seconds_per_op.copy must be a number > 0"):
+    with pytest.raises(ConfigError, match="seconds_per_op.copy must be a number >= 0"):
+        calibration.load(bad)
+    bad.write_text(json.dumps({"version": calibration.VERSION,
+                               "seconds_per_op": {**table, "contention_over_memory": 0.5}}))
+    with pytest.raises(ConfigError, match="contention_over_memory must be a number >= 1"):
         calibration.load(bad)
 
 
@@ -166,6 +192,21 @@ def test_quick_calibration_measures_every_key():
     table = calibration.measure(quick=True)
     assert set(table) == set(calibration.KEYS)
     assert all(v > 0 for v in table.values())
+    assert all(table[k] >= 1.0 for k in table if k.startswith("contention"))
+
+
+def test_grouped_decoding_lists_a_place_per_partition():
+    """Decoding many short partitions stacks each partition's values and places its
+    outputs (priced ``place``, not a sub-code ``call``); one sub-code call per pattern."""
+    f = get_field("gf2^16")
+    p = coded_params("bdc", 9, 6, "1/3", 30, 24, 24, T=120, field="gf2^16")  # (9, 6) codes
+    code = build_code(p, f)
+    lay = code.layout
+    rows = np.flatnonzero(np.isin(lay.row_position, [0, 2, 3, 6, 7, 8])).tolist()
+    listed = code.decode_work(rows, 4)
+    kernels = [w.kernel for w in listed.work]
+    assert kernels.count("place") == lay.T and kernels.count("call") == 1
+    assert listed.algorithms == {"generator": 1}
 
 
 @pytest.mark.parametrize("scheme,T", [("unified", 1), ("bdc", 10), ("bdc", 30)])

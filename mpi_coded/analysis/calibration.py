@@ -20,9 +20,12 @@ with the table (:func:`mpi_coded.codes.work.price`).  Keys of the table: those o
 A phase ends when its slowest server ends.  When the ``K`` servers share a machine's
 ``cores`` (``mpiexec -n 10`` on a laptop), they share the cores while they compute: the
 phase lasts the makespan of processor sharing (:func:`shared_wall`: while ``a > cores``
-servers compute, each runs at ``cores / a`` of a core).  ``cores=None``: a core per server
-(a cluster).  During the reduce the servers told to stop their map finish their current
-chunk (half a chunk on average) and compete for the cores.  Not modelled: the messages
+servers compute, each runs at ``cores / a`` of a core), each server slowed further by
+the contention of its kind of work (:func:`slowdown`: memory-bound kernels, which time
+slices of other ranks evict from the caches, much more than compute-bound ones; both
+measured by :func:`measure_contention`).  ``cores=None``: a core per server (a cluster).
+During the reduce the servers told to stop their map finish their current chunk (half a
+chunk on average) and compete for the cores.  Not modelled: the messages
 of the phase orders and answers (a few ms), the master's own work, first touches of memory
 (the ranks pre-touch their heap: :mod:`mpi_coded.runtime.core.memory`).
 """
@@ -35,6 +38,7 @@ import math
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +49,11 @@ import numpy as np
 from mpi_coded.coded.code import CodeWork, PartitionCode, algorithm_mask, algorithm_names
 from mpi_coded.coded.job import CodedJob, map_chunk_cuts
 from mpi_coded.codes import work as W
-from mpi_coded.codes.work import DEFAULT_SECONDS, Work, price, seconds
+from mpi_coded.codes.work import DEFAULT_SECONDS, Work, memory_share, price, seconds
 from mpi_coded.errors import ConfigError, require
 
 KEYS = tuple(DEFAULT_SECONDS)
-VERSION = 2
+VERSION = 3
 
 
 def _best(fn: Callable[[], object], reps: int = 3) -> float:
@@ -72,7 +76,9 @@ def measure(quick: bool = False) -> dict[str, float]:
     rows, inner, cols = (64, 512, 512) if quick else (250, 4096, 1024)
     # products: the map's shape, a generator row over many partitions (thin), a short
     # partition's parity rows and inverse product, a long partition's
-    shapes = [(rows, inner, cols), (9, 18, 1800), (18, 18, 300), (180, 180, 300)]
+    # (and the parity rows of a BDC partition of the paper's T = 100: 20 rows of 60)
+    shapes = [(rows, inner, cols), (9, 18, 1800), (18, 18, 300), (180, 180, 300),
+              (20, 60, 6000)]
     for deg in (8, 16):
         f = get_field(f"gf2^{deg}")
         f.warm_up()
@@ -80,16 +86,29 @@ def measure(quick: bool = False) -> dict[str, float]:
         b = f.random((inner, cols), rng)
         out[f"gf2^{deg}_matmul"] = _best(functools.partial(f.matmul, a, b), 2) / (
             rows * inner * cols)
-        thin_a = f.random((1, 18), rng)
-        thin_b = f.random((18, 8000 if quick else 40000), rng)
-        out[f"gf2^{deg}_thin"] = _best(functools.partial(f.matmul, thin_a, thin_b), 3) / (
-            thin_b.size)
+        # the scalar kernel: seconds per operand element = thin_operand + rows * thin,
+        # fitted on one row (a generator row over many partitions) and six (a short
+        # partition's inverse times its values)
+        per_operand = {}
+        for t_rows, t_inner, t_cols in ((1, 18, 40000), (6, 6, 60000)):
+            t_cols //= 5 if quick else 1
+            ta, tb = f.random((t_rows, t_inner), rng), f.random((t_inner, t_cols), rng)
+            per_operand[t_rows] = _best(functools.partial(f.matmul, ta, tb), 3) / tb.size
+        mac = max((per_operand[6] - per_operand[1]) / 5, 1e-13)
+        out[f"gf2^{deg}_thin"] = mac
+        out[f"gf2^{deg}_thin_operand"] = max(per_operand[1] - mac, 1e-13)
         took = est = 0.0  # seconds over the kernels' estimate, summed over the shapes
         for m_, k_, n_ in shapes:
             x, y = f.random((m_, k_), rng), f.random((k_, n_), rng)
             took += _best(functools.partial(f.matmul, x, y), 3)
             est += product_ns(m_, k_, n_, deg)
         out[f"gf2^{deg}_product"] = took / est
+        # the map: one chunk of the paper's map (250 rows of A times all of X)
+        mr, mn = (64, 1200) if quick else (250, 6000)
+        xm, ym = f.random((mr, mn), rng), f.random((mn, mn), rng)
+        out[f"gf2^{deg}_map"] = _best(functools.partial(f.matmul, xm, ym), 2) / product_ns(
+            mr, mn, mn, deg)
+        del xm, ym
         # an inverse: k pivot steps of k^2 updates, fitted on two sizes
         f.inv(f.cauchy(4, 4))  # compile galois's inverse before timing it
         k1, k2 = (12, 48) if quick else (18, 96)
@@ -110,10 +129,29 @@ def measure(quick: bool = False) -> dict[str, float]:
     out["call"] = _best(lambda: (tiny.encode_rows([7], small),
                                  tiny.decode([1, 2, 3, 6, 7, 8], word[[1, 2, 3, 6, 7, 8]])),
                         20) / 2
-    # a gather of rows (fancy indexing), per element
-    src = rng.integers(0, 1 << 16, size=(1000 if quick else 4000, 2048), dtype=np.uint16)
-    idx = rng.permutation(src.shape[0])[: src.shape[0] // 2]
-    out["copy"] = _best(lambda: src[idx], 5) / (len(idx) * src.shape[1])
+    # a gather of rows (fancy indexing), per element: half the rows, in order, of an A of
+    # the paper's size (the encode's gathers read A from memory, not from the caches)
+    side = 1000 if quick else 6000
+    src = rng.integers(0, 1 << 16, size=(side, side), dtype=np.uint16)
+    idx = np.sort(rng.permutation(side)[: side // 2])
+    out["copy"] = _best(lambda: src[idx], 5) / (len(idx) * side)
+    # a grouped decoding's loop over partitions (stack each one's values, place its
+    # outputs), per partition: what a decoding of many short systematic partitions takes
+    # beyond the rest of its listed work (the copies, the one sub-code call)
+    from mpi_coded.coded.code import build_code
+    from mpi_coded.coded.schemes import coded_params
+
+    many = build_code(coded_params("bdc", 9, 6, "1/3", 25, 600, 600, T=300,
+                                   field="gf2^16"), f16)
+    assert isinstance(many, PartitionCode)
+    sys_rows = np.flatnonzero(many.layout.row_position < many.layout.k).tolist()
+    width = 200 if quick else 1000
+    sys_vals = f16.random((len(sys_rows), width), rng)
+    many.decode(sys_rows, sys_vals)
+    rest = price([w for w in many.decode_work(sys_rows, width).work if w.kernel != "place"],
+                 out)
+    took = _best(lambda: many.decode(sys_rows, sys_vals), 5)
+    out["place"] = max(took - rest, 1e-9) / many.layout.T
     rs_fft.warm_up()
     # RS codes of the paper's shapes (unified at m = 6000 and 1800, BDC partitions), each
     # encoding a 2048-column chunk (the runtime's) and decoding a reducer's outputs: seconds
@@ -152,7 +190,7 @@ MAX_CONTENTION_PROCS = 64
 
 
 def _mix(quick: bool) -> Callable[[], None]:
-    """A rank's typical work: RS FFT parity and decoding, a map-shaped GF product."""
+    """A rank's compute-bound work: RS FFT parity and decoding, a 250-row GF product."""
     from mpi_coded.codes import rs_fft
     from mpi_coded.fields import get_field
 
@@ -174,57 +212,122 @@ def _mix(quick: bool) -> Callable[[], None]:
     return run
 
 
+def _mix_memory(quick: bool) -> Callable[[], None]:
+    """A rank's memory-bound work (:data:`mpi_coded.codes.work.MEMORY_BOUND`): a parity
+    server's encoding in the paper's BDC ``T = 1000`` and ``T = 3000`` (``[I; Cauchy]``
+    partitions of 9 coded rows of 6, of 3 of 2): gathers of rows of ``A`` and one-row
+    products over all partitions.  Measured here, 9 ranks on 2 cores inflate its CPU
+    seconds about as much as the same jobs' reducers (1.3-1.45x, from the reduce's wall
+    time and the reducers' own seconds); a decoding of the same code's partitions in one
+    process, on values that stay in cache, much less (1.1x), so it is not part of the mix."""
+    from mpi_coded.coded.code import build_code
+    from mpi_coded.coded.placement import build_placement
+    from mpi_coded.coded.schemes import coded_params
+    from mpi_coded.fields import get_field
+
+    rng = np.random.default_rng(2)
+    f = get_field("gf2^16")
+    eta, n, Ts = (25, 1200, (100, 300)) if quick else (250, 6000, (1000, 3000))
+    a = f.random((24 * eta, n), rng)
+    jobs = []
+    for T in Ts:
+        p = coded_params("bdc", 9, 6, "1/3", eta, n, n, T=T, field="gf2^16")
+        assert p.m == a.shape[0]
+        jobs.append((build_code(p, f), build_placement(p).stored_rows(p.K - 1)))
+
+    def run() -> None:
+        for code, rows in jobs:
+            code.encode(a, rows)
+
+    run()
+    return run
+
+
+MIXES: dict[str, Callable[[bool], Callable[[], None]]] = {"compute": _mix,
+                                                          "memory": _mix_memory}
+"""The work whose slowdown beside other ranks :func:`measure_contention` measures: the
+compute-bound and the memory-bound kernels (:data:`mpi_coded.codes.work.MEMORY_BOUND`)."""
+
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(barrier: Any, quick: bool, reps: int) -> None:
-    _WORKER.update(barrier=barrier, run=_mix(quick), reps=reps)
+def _worker_init(barrier: Any, quick: bool, reps: int, mix: str, cores: int) -> None:
+    _WORKER.update(barrier=barrier, run=MIXES[mix](quick), reps=reps, cores=cores)
 
 
-def _worker(_: int) -> float:
-    _WORKER["barrier"].wait()
-    t = time.perf_counter()
+def _worker(i: int) -> tuple[float, float, float]:
+    """Worker ``i``'s median CPU seconds of one run of the mix: alone (worker 0 only), with
+    one process per core (workers below ``cores``), with every worker; the three settings
+    alternate ``reps`` times, so that a machine whose speed drifts (a shared host) drifts
+    in all three alike."""
+    run, barrier, cores = _WORKER["run"], _WORKER["barrier"], _WORKER["cores"]
+
+    def timed() -> float:
+        t = time.process_time()
+        run()
+        return time.process_time() - t
+
+    took: list[list[float]] = [[], [], []]
     for _rep in range(_WORKER["reps"]):
-        _WORKER["run"]()
-    return time.perf_counter() - t
+        for setting, busy in enumerate((i == 0, i < cores, True)):
+            barrier.wait()
+            if busy:
+                took[setting].append(timed())
+    med = [float(np.median(t)) if t else math.nan for t in took]
+    return med[0], med[1], med[2]
 
 
-CONTENTION_TIMEOUT = 120.0
-"""Seconds :func:`measure_contention` waits for its processes before giving up (1.0)."""
+CONTENTION_TIMEOUT = 300.0
+"""Seconds :func:`measure_contention` waits for the processes of one mix (their setup and
+every run) before giving up on it (factors 1.0, with a warning)."""
 
 
-def _concurrent(procs: int, quick: bool, reps: int) -> float:
-    """Mean seconds of ``reps`` mixes in each of ``procs`` processes started together."""
+def _contention(mix: str, cores: int, quick: bool) -> tuple[float, float]:
+    """``(full, over)``: the mean CPU seconds of a run of ``mix`` (:data:`MIXES`) in each
+    of ``cores`` and of ``OVER_PER_CORE x cores`` processes computing at once, over
+    one process's alone (:func:`_worker`; CPU seconds: what the sharing of the cores does
+    not explain)."""
     import multiprocessing
 
+    procs = OVER_PER_CORE * cores
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(procs, timeout=CONTENTION_TIMEOUT)
-    with ctx.Pool(procs, initializer=_worker_init, initargs=(barrier, quick, reps)) as pool:
+    with ctx.Pool(procs, initializer=_worker_init,
+                  initargs=(barrier, quick, 3 if quick else 7, mix, cores)) as pool:
         took = pool.map_async(_worker, range(procs), chunksize=1).get(CONTENTION_TIMEOUT)
-    return float(np.mean(took))
+    alone = took[0][0]
+    full = float(np.mean([t[1] for t in took[:cores]]))
+    over = float(np.mean([t[2] for t in took]))
+    return full / alone, over / alone
 
 
 def measure_contention(quick: bool = False) -> dict[str, float]:
     """How much slower a rank computes when others compute beside it, beyond its share of
-    the cores: ``contention_cores`` with one process per core, ``contention_over`` with
-    :data:`OVER_PER_CORE` per core (the seconds of each process over ``max(1, procs /
-    cores)`` times one process's alone).  The caches and the memory bus are shared, and
-    time slices of oversubscribed ranks evict each other's data.  1.0 where processes
-    cannot be forked (then measure it by running a job)."""
+    the cores, for each of :data:`MIXES`: the CPU seconds of each process with one process
+    per core (``contention_cores``) and with :data:`OVER_PER_CORE` per core
+    (``contention_over``) over those of one process alone, for the compute-bound mix;
+    ``contention_cores_memory``, ``contention_over_memory`` for the memory-bound one.  The
+    caches and the memory bus are shared, and time slices of oversubscribed ranks evict
+    each other's data.  1.0 where processes cannot be forked (then measure it by running a
+    job)."""
     import multiprocessing
 
+    keys = {"compute": ("contention_cores", "contention_over"),
+            "memory": ("contention_cores_memory", "contention_over_memory")}
+    out = {key: 1.0 for pair in keys.values() for key in pair}
     if "fork" not in multiprocessing.get_all_start_methods():
-        return {"contention_cores": 1.0, "contention_over": 1.0}
+        return out
     cores = min(cores_here(), MAX_CONTENTION_PROCS // OVER_PER_CORE)
-    reps = 2 if quick else 3
-    try:
-        alone = _concurrent(1, quick, reps)
-        full = _concurrent(cores, quick, reps) if cores > 1 else alone
-        over = _concurrent(OVER_PER_CORE * cores, quick, reps)
-    except Exception:  # a worker died or timed out (memory?): no contention measured
-        return {"contention_cores": 1.0, "contention_over": 1.0}
-    return {"contention_cores": max(1.0, full / alone),
-            "contention_over": max(1.0, over / (alone * OVER_PER_CORE))}
+    for mix, (k_cores, k_over) in keys.items():
+        try:
+            full, over = _contention(mix, cores, quick)
+        except Exception as exc:  # a worker died or timed out (memory?): not measured
+            warnings.warn(f"calibration: contention of the {mix} mix not measured ({exc!r}); "
+                          f"{k_cores} and {k_over} set to 1.0", stacklevel=2)
+            continue
+        out[k_cores] = max(1.0, full)
+        out[k_over] = max(1.0, over)
+    return out
 
 
 def write(table: Mapping[str, float], path: str | Path) -> dict[str, Any]:
@@ -258,9 +361,10 @@ def load(path: str | Path) -> dict[str, float]:
     assert isinstance(table, dict)
     for key in KEYS:
         val = table.get(key)
+        least, rule = (1.0, ">= 1") if key.startswith("contention") else (0.0, ">= 0")
         require(isinstance(val, (int, float)) and not isinstance(val, bool)
-                and math.isfinite(val) and val > 0, "calibration",
-                f"seconds_per_op.{key} must be a number > 0", val)
+                and math.isfinite(val) and val >= least, "calibration",
+                f"seconds_per_op.{key} must be a number {rule}", val)
     return {k: float(table[k]) for k in KEYS}
 
 
@@ -269,44 +373,58 @@ def runtime_field(params: Any) -> str:
     return str(params.field_name)
 
 
-def slowdown(active: int, cores: int | None, table: Mapping[str, float] | None = None
-             ) -> float:
+def slowdown(active: int, cores: int | None, table: Mapping[str, float] | None = None,
+             memory: float = 0.0) -> float:
     """How many times longer one core's second of work takes with ``active`` servers
     computing on ``cores`` cores: their share of the cores (``active / cores`` when they
     outnumber them) times the measured contention (``contention_cores`` when they fill the
-    cores, the larger of both beyond); 1 with a core each (``cores=None``) or alone."""
+    cores, the larger of both beyond), of the compute-bound and the memory-bound kernels
+    weighted by ``memory``, the work's share of memory-bound seconds
+    (:func:`mpi_coded.codes.work.memory_share`); 1 with a core each (``cores=None``) or
+    alone."""
     if cores is None or active <= 1:
         return 1.0
-    full = seconds("contention_cores", table)
+
+    def kappa(suffix: str) -> tuple[float, float]:
+        full = seconds(f"contention_cores{suffix}", table)
+        return full, max(full, seconds(f"contention_over{suffix}", table))
+
+    (c_full, c_over), (m_full, m_over) = kappa(""), kappa("_memory")
     if active <= cores:
-        return full
-    return active / cores * max(full, seconds("contention_over", table))
+        return (1.0 - memory) * c_full + memory * m_full
+    return active / cores * ((1.0 - memory) * c_over + memory * m_over)
 
 
 def shared_wall(seconds_each: Sequence[float], cores: int | None,
                 table: Mapping[str, float] | None = None,
-                background: Sequence[float] = ()) -> float:
+                background: Sequence[float] = (), memory: Sequence[float] = (),
+                background_memory: Sequence[float] = ()) -> float:
     """Wall time until the last of ``seconds_each`` (one core's seconds of each server
     computing at once) ends, the servers still computing sharing ``cores`` cores equally
-    (processor sharing, slowed by :func:`slowdown`); ``background``: work of other ranks
-    competing for the cores meanwhile, whose end is not waited for; ``cores=None``: a core
-    each (the longest of ``seconds_each``)."""
-    fg = [float(t) for t in seconds_each if t > 0]
+    (processor sharing, each slowed by :func:`slowdown` with its share of memory-bound
+    seconds, ``memory[i]``, 0 if not given); ``background``: work of other ranks competing
+    for the cores meanwhile (``background_memory``: its memory-bound shares), whose end is
+    not waited for; ``cores=None``: a core each (the longest of ``seconds_each``)."""
+    fg = [(float(t), float(memory[i]) if i < len(memory) else 0.0)
+          for i, t in enumerate(seconds_each) if t > 0]
     if not fg:
         return 0.0
     if cores is None:
-        return max(fg)
-    left = fg + [float(t) for t in background if t > 0]
-    is_fg = [True] * len(fg) + [False] * (len(left) - len(fg))
+        return max(t for t, _ in fg)
+    bg = [(float(t), float(background_memory[i]) if i < len(background_memory) else 0.0)
+          for i, t in enumerate(background) if t > 0]
+    left = [t for t, _ in fg + bg]
+    share = [m for _, m in fg + bg]
+    is_fg = [True] * len(fg) + [False] * len(bg)
     clock = 0.0
     while any(f and w > 0 for f, w in zip(is_fg, left)):
         active = [i for i, w in enumerate(left) if w > 0]
-        step = min(left[i] for i in active)  # one core's seconds until the next one ends
-        clock += step * slowdown(len(active), cores, table)
+        slow = {i: slowdown(len(active), cores, table, share[i]) for i in active}
+        first = min(active, key=lambda i: left[i] * slow[i])  # the next one to end
+        step = left[first] * slow[first]  # wall seconds until it ends
+        clock += step
         for i in active:
-            left[i] -= step
-            if left[i] <= 1e-15:
-                left[i] = 0.0
+            left[i] = 0.0 if i == first else max(0.0, left[i] - step / slow[i])
     return clock
 
 
@@ -326,13 +444,18 @@ class JobWork:
     def seconds(self, table: Mapping[str, float] | None, cores: int | None
                 ) -> dict[str, Any]:
         enc = [w.seconds(table) for w in self.encode]
+        enc_mem = [memory_share(w.work, table) for w in self.encode]
         mp = [price(w, table) for w in self.map]
+        mp_mem = [memory_share(w, table) for w in self.map]
         reds = [[w.seconds(table) for w in order] for order in self.reduce]
+        reds_mem = [[memory_share(w.work, table) for w in order] for order in self.reduce]
         # a server told to stop finishes its current map chunk (half a chunk left, on
         # average) while the reducers decode
-        walls = [shared_wall(r, cores, table, [mp[s] / self.chunks / 2 for s in stop])
-                 for r, stop in zip(reds, self.stopped)]
-        wall = {"encode": shared_wall(enc, cores, table), "map": shared_wall(mp, cores, table),
+        walls = [shared_wall(r, cores, table, [mp[s] / self.chunks / 2 for s in stop],
+                             r_mem, [mp_mem[s] for s in stop])
+                 for r, r_mem, stop in zip(reds, reds_mem, self.stopped)]
+        wall = {"encode": shared_wall(enc, cores, table, memory=enc_mem),
+                "map": shared_wall(mp, cores, table, memory=mp_mem),
                 "reduce": sum(walls) / len(walls)}
         wall["total"] = sum(wall.values())
         per = {"encode": max(enc), "map": max(mp),
@@ -397,7 +520,7 @@ def _map_work(field: str, rows: int, n: int, N: int, chunks: int) -> list[Work]:
     cuts = map_chunk_cuts(rows, chunks)
     work: list[Work] = []
     for a, b in zip(cuts[:-1], cuts[1:]):
-        work += W.product(field, int(b - a), n, N) if b > a else []
+        work += W.map_product(field, int(b - a), n, N) if b > a else []
     return work
 
 

@@ -367,7 +367,7 @@ class PartitionCode(Code):
             vec = len(ts) * vectors
             name, work = self.sub.decode_work(key, vec)
             # each partition: its values stacked and its outputs placed (Python, copies)
-            out.add(name, [*[W.call() for _ in ts], W.copy(2 * lay.k * vec), *work])
+            out.add(name, [*[W.place() for _ in ts], W.copy(2 * lay.k * vec), *work])
         return out
 
 

@@ -60,13 +60,15 @@ def generator_encode_seconds(field: str, rows: int, k: int, vectors: int,
                              table: Mapping[str, float] | None = None,
                              kernel: str | None = None) -> float:
     """Seconds of ``G[rows] @ message`` (``rows x k`` times ``k x vectors``) on ``kernel``
-    (``matmul`` or ``thin``; default: ``thin`` for at most :data:`THIN_ROWS` rows)."""
+    (``matmul`` or ``thin``; default: ``thin`` for at most :data:`THIN_ROWS` rows; ``thin``
+    also pays ``thin_operand`` per element of ``message``, 0 in the default table)."""
     if rows <= 0:
         return 0.0
     if kernel is None:
         kernel = "thin" if rows <= THIN_ROWS else "matmul"
+    operand = k * vectors * seconds(f"{field}_thin_operand", table) if kernel == "thin" else 0.0
     return (generator_encode_ops(rows, k, vectors) * seconds(f"{field}_{kernel}", table)
-            + seconds("call", table))
+            + operand + seconds("call", table))
 
 
 def generator_decode_seconds(field: str, k: int, vectors: int, cached: bool = False,

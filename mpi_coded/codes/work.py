@@ -25,31 +25,72 @@ DEFAULT_SECONDS: Mapping[str, float] = MappingProxyType({
     "gf2^16_matmul": 1.0e-9,
     "gf2^8_thin": 2.0e-9,
     "gf2^16_thin": 1.0e-8,
+    "gf2^8_thin_operand": 0.0,
+    "gf2^16_thin_operand": 0.0,
     "gf2^8_inverse": 8.0e-8,
     "gf2^16_inverse": 1.0e-7,
     "gf2^8_inverse_step": 5.0e-5,
     "gf2^16_inverse_step": 5.0e-5,
     "gf2^8_product": 1.0e-9,
     "gf2^16_product": 1.0e-9,
+    "gf2^8_map": 1.3e-9,
+    "gf2^16_map": 1.3e-9,
     "rs_fft_encode": 5.0e-9,
     "rs_fft_decode": 5.0e-9,
     "call": 2.0e-5,
+    "place": 5.0e-6,
     "copy": 1.0e-9,
     "contention_cores": 1.0,
     "contention_over": 1.0,
+    "contention_cores_memory": 1.0,
+    "contention_over_memory": 1.0,
 })
 """Seconds per operation of each kernel: per multiply-add of a product (``matmul`` for
-many rows, ``thin`` for at most :data:`THIN_ROWS` rows on the scalar kernel: the cost rules
-of :mod:`mpi_coded.codes.rs_sub`), per nanosecond of the kernels' own estimate
-(``product``: :func:`mpi_coded.gf_kernels.product_ns`, what :func:`product` prices), per
+many rows: the cost rules of :mod:`mpi_coded.codes.rs_sub`; ``thin`` for at most
+:data:`THIN_ROWS` rows on the scalar kernel, plus ``thin_operand`` per element of its right
+operand, which each output row reuses), per nanosecond of the kernels' own estimate
+(``product``: :func:`mpi_coded.gf_kernels.product_ns`, what :func:`product` prices; ``map``
+the same for the map's wide products, :func:`map_product`), per
 ``k^3`` and per pivot step of an inverse (``inverse``, ``inverse_step``), per counted
-operation of the RS FFT, per field element moved (``copy``) and per sub-code ``call``; and
-two factors (no unit), how much slower a rank computes beside others
-(``contention_cores``, ``contention_over``: :func:`mpi_coded.analysis.calibration.slowdown`).
-Defaults from a 2-core development machine; ``mpi-coded model --calibrate`` measures them here."""
+operation of the RS FFT, per field element moved (``copy``), per sub-code ``call`` and per
+partition whose values a decoding stacks and whose outputs it places (``place``); and
+four factors (no unit), how much slower a rank computes beside others, for
+compute-bound kernels (``contention_cores``, ``contention_over``) and for memory-bound ones
+(``contention_cores_memory``, ``contention_over_memory``; :data:`MEMORY_BOUND`;
+:func:`mpi_coded.analysis.calibration.slowdown`).
+Defaults from a 2-core development machine (the scalar kernel priced per multiply-add only,
+``thin_operand`` 0, as the runtime's cost rules in :mod:`mpi_coded.codes.rs_sub` have always
+priced it); ``mpi-coded model --calibrate`` measures them here."""
+
+MEMORY_BOUND = ("thin", "thin_operand", "copy", "call", "place", "inverse", "inverse_step")
+"""Kernels (by the end of their key) whose speed depends on caches and memory more than on
+arithmetic: the scalar product of a few rows, copies (gathers of rows), and -- though not
+memory-bound in the strict sense -- the Python around short sub-codes (``call``,
+``place``) and galois's small inverses.  Ranks sharing cores slow them down more than the
+compute-bound kernels (the blocked products, the RS FFT): time slices of other ranks evict
+their caches and two cores share the memory bus.  Measured here, 8 processes on 2 cores
+(:func:`mpi_coded.analysis.calibration.measure_contention`): 1.15-1.4x the CPU seconds of
+the paper's BDC ``T = 1000`` and ``3000`` encodings of a parity server, 1.03x for RS FFT
+and blocked products."""
+
+
+def memory_bound(kernel: str) -> bool:
+    """Whether ``kernel`` belongs to :data:`MEMORY_BOUND`."""
+    return any(kernel == k or kernel.endswith(f"_{k}") for k in MEMORY_BOUND)
+
+
+def memory_share(work: Iterable[Work], table: Mapping[str, float] | None = None) -> float:
+    """The fraction of the seconds of ``work`` spent in memory-bound kernels (0 for none)."""
+    items = list(work)
+    total = price(items, table)
+    if total <= 0:
+        return 0.0
+    return price((w for w in items if memory_bound(w.kernel)), table) / total
+
 
 THIN_ROWS = 8
-"""Products with at most this many rows cost ``thin`` seconds per multiply-add."""
+"""Products with at most this many rows run on the scalar kernel: ``thin`` seconds per
+multiply-add and ``thin_operand`` per element of the right operand."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +119,13 @@ def call() -> Work:
     return Work("call", 1.0)
 
 
+def place() -> Work:
+    """Stacking one partition's values for a grouped decoding and placing its outputs (the
+    Python loop of :meth:`mpi_coded.coded.code.PartitionCode.decode`; the elements moved
+    are a :func:`copy`)."""
+    return Work("place", 1.0)
+
+
 def copy(elements: float) -> Work:
     """Moving ``elements`` field elements (a gather, a concatenation, a scatter)."""
     return Work("copy", float(elements))
@@ -86,13 +134,28 @@ def copy(elements: float) -> Work:
 def product(field: str, rows: int, inner: int, cols: int) -> list[Work]:
     """``(rows x inner) @ (inner x cols)`` over ``field`` (``gf2^8``, ``gf2^16``; float64
     is priced as gf2^8): at most :data:`THIN_ROWS` rows run on the scalar kernel, priced per
-    multiply-add (``thin``); larger products by the nanoseconds the GF kernels estimate for
-    the kernel they pick (:func:`mpi_coded.gf_kernels.product_ns`), priced per nanosecond
+    multiply-add (``thin``) and per element of the right operand (``thin_operand``: loaded
+    once for all rows); larger products by the nanoseconds the GF kernels estimate for the
+    kernel they pick (:func:`mpi_coded.gf_kernels.product_ns`), priced per nanosecond
     (``product``)."""
     f = field if field in ("gf2^8", "gf2^16") else "gf2^8"
     if rows <= THIN_ROWS:
-        return [Work(f"{f}_thin", float(rows) * inner * cols), call()]
+        return [Work(f"{f}_thin", float(rows) * inner * cols),
+                Work(f"{f}_thin_operand", float(inner) * cols), call()]
     return [Work(f"{f}_product", product_ns(rows, inner, cols, int(f[4:]))), call()]
+
+
+def map_product(field: str, rows: int, n: int, N: int) -> list[Work]:
+    """One chunk of a server's map, ``(rows x n) @ (n x N)``: as :func:`product`, but a
+    product of more than :data:`THIN_ROWS` rows is priced per nanosecond of the kernels'
+    estimate on its own calibration (``map``, measured at the paper's chunk shape): its
+    packed right operand (all of ``X``) outgrows the caches, which the estimate, fitted on
+    cache-sized operands, does not see (measured: 1.3x its seconds per estimated ns at
+    ``(250, 6000, 6000)`` against ``(250, 4096, 1024)``)."""
+    f = field if field in ("gf2^8", "gf2^16") else "gf2^8"
+    if rows <= THIN_ROWS:
+        return product(field, rows, n, N)
+    return [Work(f"{f}_map", product_ns(rows, n, N, int(f[4:]))), call()]
 
 
 def inverse(field: str, k: int) -> list[Work]:
