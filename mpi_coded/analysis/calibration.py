@@ -228,12 +228,9 @@ def _mix_memory(quick: bool) -> Callable[[], None]:
     rng = np.random.default_rng(2)
     f = get_field("gf2^16")
     eta, n, Ts = (25, 1200, (100, 300)) if quick else (250, 6000, (1000, 3000))
-    a = f.random((24 * eta, n), rng)
-    jobs = []
-    for T in Ts:
-        p = coded_params("bdc", 9, 6, "1/3", eta, n, n, T=T, field="gf2^16")
-        assert p.m == a.shape[0]
-        jobs.append((build_code(p, f), build_placement(p).stored_rows(p.K - 1)))
+    params = [coded_params("bdc", 9, 6, "1/3", eta, n, n, T=T, field="gf2^16") for T in Ts]
+    a = f.random((params[0].m, n), rng)  # the same A for both codes (m does not depend on T)
+    jobs = [(build_code(p, f), build_placement(p).stored_rows(p.K - 1)) for p in params]
 
     def run() -> None:
         for code, rows in jobs:
