@@ -26,7 +26,10 @@ steps ``CECConfig.predicted_s(make_plan(...).time)`` with the job's own config. 
 are read through :mod:`mpi_coded.results`.
 
 Adding a figure: a ``figure_<name>(plt, lines, out) -> summary`` function, an entry in
-:data:`FIGURES`, and a rule in :func:`classify` that recognises its results files.
+:data:`FIGURES`, and a rule in :func:`classify` that recognises its results files.  A
+drawer saves its PNG and then closes its figure with ``plt.close(fig)`` on the ``plt`` it
+was given: tests/test_figures.py passes a ``plt`` whose ``close`` keeps the figure, and
+checks the plotted data, axes and labels.
 
 Normalisation.  Loads are values over ``m N`` in both (exact fractions): plotted as is.
 The model's delay is in abstract operation units (field additions ``l/64``,
@@ -48,7 +51,6 @@ exactly those three files and draws them.  The last output line is a JSON summar
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import statistics
@@ -64,20 +66,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import run_mpi  # noqa: E402
 
-from mpi_coded import results  # noqa: E402
+from mpi_coded import plotting, results  # noqa: E402
 from mpi_coded.analysis.model import model_params, predict  # noqa: E402
 from mpi_coded.cec import make_plan  # noqa: E402
-from mpi_coded.cec.config import CECConfig, load_config  # noqa: E402
+from mpi_coded.cec.config import CECConfig, Random, from_record, load_config  # noqa: E402
 from mpi_coded.coded.params import CodedParams  # noqa: E402
 from mpi_coded.coded.schemes import get as get_scheme  # noqa: E402
 from mpi_coded.errors import ConfigError  # noqa: E402
+from mpi_coded.plotting import PHASE_COLORS, POLICY_COLORS, SCHEME_COLORS  # noqa: E402
 from mpi_coded.results import CodedRun, ElasticConfig, ElasticStep  # noqa: E402
 
 PHASES = ("encode", "map", "reduce")
 """The phases of the model's delay (it has no shuffle term; the shuffle is the load)."""
-PHASE_COLORS = {"encode": "tab:blue", "map": "tab:green", "reduce": "tab:red"}
-SCHEME_COLORS = {"unified": "tab:gray", "bdc": "tab:orange"}
-POLICY_COLORS = {"heterogeneous": "tab:blue", "cyclic": "tab:red"}
+# the drawing shared with `mpi-coded report` lives in mpi_coded.plotting (its colours too)
 
 
 class FigError(Exception):
@@ -470,14 +471,9 @@ def cec_signature(cfg: ElasticConfig) -> str:
 def cec_config(cfg: ElasticConfig) -> CECConfig:
     """The job's :class:`CECConfig` from its config line, validated (its data file is
     not needed for the model and left out)."""
-    names = {f.name for f in dataclasses.fields(CECConfig) if f.init}
-    kw = {k: v for k, v in cfg.raw.items() if k in names}
-    kw["speeds"] = tuple(Fraction(str(s)) for s in cfg.speeds)
-    kw["schedule"] = tuple(tuple(a) for a in cfg.schedule)
-    kw["data"] = ""
     try:
-        return CECConfig(**kw).validate()
-    except (ConfigError, TypeError, ValueError) as exc:
+        return from_record({**cfg.raw, "data": ""})
+    except (ConfigError, TypeError, ValueError, KeyError) as exc:
         raise FigError(f"elastic results: the config line is not a valid job: {exc}") from None
 
 
@@ -505,8 +501,8 @@ def figure_cec(plt: Any, recs: list[dict[str, Any]], out: Path) -> dict[str, Any
     if cec_cfg.t_row <= 0:
         print("figures: elastic runs with t_row = 0: the model predicts 0 s per step",
               file=sys.stderr)
-    schedule = [list(a) for a in cec_cfg.availability()] \
-        if cec_cfg.availability_kind != "random" else []
+    schedule = [list(a) for a in cec_cfg.available_sets()] \
+        if not isinstance(cec_cfg.availability, Random) else []
     wall: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for _, steps in chosen:
         for s in steps:
@@ -535,16 +531,13 @@ def figure_cec(plt: Any, recs: list[dict[str, Any]], out: Path) -> dict[str, Any
         if mismatch:
             print(f"figures: {pol}: recorded predicted_s differs from make_plan at steps "
                   f"{mismatch}", file=sys.stderr)
-        ax.hlines(model, [t - 0.38 for t in steps_x], [t + 0.38 for t in steps_x], colors=col,
-                  lw=2, linestyles="-" if pol == "heterogeneous" else "--",
-                  label=f"model: {pol}")
         dx = 0.1 * (policies.index(pol) - (len(policies) - 1) / 2)
         have = [t for t in steps_x if wall[pol].get(t)]
         med = [statistics.median(wall[pol][t]) for t in have]
         lo = [m - min(wall[pol][t]) for m, t in zip(med, have)]
         hi = [max(wall[pol][t]) - m for m, t in zip(med, have)]
-        ax.errorbar([t + dx for t in have], med, yerr=[lo, hi], fmt="o", color=col, capsize=3,
-                    label=f"measured: {pol}")
+        plotting.step_chart(ax, steps_x, model, med, lo, hi, label=pol, color=col, dx=dx,
+                            dashed=pol != "heterogeneous", measured_at=have)
         cum_model = [sum(model[:t]) for t in steps_x]
         axc.plot([0, *steps_x], [0.0, *cum_model], "-", color=col, label=f"model: {pol}")
         full = len(have) == n_steps
@@ -745,8 +738,8 @@ def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, 
     model = {int(T): float(v) for T, v in bench["bdc_over_unified_model"].items()}
     Ts = sorted(meas)
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    ax.plot(Ts, [meas[T] for T in Ts], "o-", label="measured")
-    ax.plot(Ts, [model[T] for T in Ts], "s--", label="calibrated model")
+    plotting.measured_vs_model(ax, Ts, [meas[T] for T in Ts], [model[T] for T in Ts],
+                               model_label="calibrated model")
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("partitions T")
@@ -769,10 +762,9 @@ def figure_paper_phases(plt: Any, bench: dict[str, Any], out: Path) -> dict[str,
     Ts = sorted(rows)
     fig, ax = plt.subplots(figsize=(6, 4))
     for ph, color in (("encode", "C0"), ("reduce", "C1")):
-        ax.plot(Ts, [rows[T][f"{ph}_s"] for T in Ts], "o-", color=color,
-                label=f"{ph}, measured")
-        ax.plot(Ts, [rows[T][f"model_{ph}_s"] for T in Ts], "s--", color=color,
-                label=f"{ph}, calibrated model")
+        plotting.measured_vs_model(ax, Ts, [rows[T][f"{ph}_s"] for T in Ts],
+                                   [rows[T][f"model_{ph}_s"] for T in Ts], label=ph,
+                                   color=color, model_label="calibrated model")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("partitions T (1: unified)")

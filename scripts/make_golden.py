@@ -13,6 +13,10 @@ Two files in ``tests/golden/``:
   the real finishing order; they are kept only when the straggler draws (the recorded
   ``target_s`` of every server) are at least ``--margin`` seconds apart.
 
+The test compares every number in these files as a number (relative 1e-9, see
+``compare_text`` there) and everything else exactly: a new numpy or BLAS printing a float
+one ulp apart is no reason to regenerate them.
+
 Point it at another checkout (e.g. a worktree of HEAD, to pin the outputs from before a
 change) with ``--pythonpath``::
 

@@ -30,15 +30,50 @@ from mpi_coded.runtime.core.wait import deadline_in, wait_all
 from mpi_coded.runtime.core.wire import HEADER_WORDS, TAG_HEADER, TAG_PAYLOAD
 
 
+def one_message(nbytes: int) -> None:
+    """Rank 0 -> rank 1, ``nbytes``; rank 0 prints the round trip (see the module doc)."""
+    import socket
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    hosts = comm.gather(socket.gethostname(), root=0)
+    small, ack = np.zeros(1024, dtype=np.uint8), np.zeros(1, dtype=np.uint8)
+    buf = np.ones(nbytes, dtype=np.uint8) if rank == 0 else np.zeros(nbytes, dtype=np.uint8)
+    if rank == 0:  # warm-up: connections up before the clock starts
+        wait_all([comm.Isend(small, dest=1, tag=1)], deadline_in(60), "warm-up")
+        wait_all([comm.Irecv(ack, source=1, tag=2)], deadline_in(60), "warm-up ack")
+        t0 = time.perf_counter()
+        wait_all([comm.Isend(buf, dest=1, tag=3)], deadline_in(300), "the message", True)
+        wait_all([comm.Irecv(ack, source=1, tag=4)], deadline_in(300), "the ack", True)
+        wall = time.perf_counter() - t0
+        print(json.dumps({"bytes": nbytes, "wall_s": wall, "hosts": hosts}))
+    elif rank == 1:
+        wait_all([comm.Irecv(small, source=0, tag=1)], deadline_in(60), "warm-up")
+        wait_all([comm.Isend(ack, dest=0, tag=2)], deadline_in(60), "warm-up ack")
+        wait_all([comm.Irecv(buf, source=0, tag=3)], deadline_in(300), "the message", True)
+        assert int(buf.min()) == 1, "the message arrived corrupted"
+        wait_all([comm.Isend(ack, dest=0, tag=4)], deadline_in(300), "the ack", True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--bytes", type=int, default=None,
+                    help="time one message of this size from rank 0 to rank 1 instead")
     for k in ("scheme", "mu", "field"):
-        ap.add_argument(f"--{k}", required=True)
+        ap.add_argument(f"--{k}")
     for k in ("K", "q", "rows-per-batch", "n", "N"):
-        ap.add_argument(f"--{k}", type=int, required=True)
+        ap.add_argument(f"--{k}", type=int)
     ap.add_argument("--T", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
     a = ap.parse_args()
+    if a.bytes is not None:
+        one_message(a.bytes)
+        return
+    missing = [k for k in ("scheme", "mu", "field", "K", "q", "rows_per_batch", "n", "N")
+               if getattr(a, k) is None]
+    if missing:
+        ap.error(f"missing --{', --'.join(m.replace('_', '-') for m in missing)} "
+                 "(or give --bytes)")
     p = coded_params(scheme=a.scheme, K=a.K, q=a.q, mu=a.mu, rows_per_batch=a.rows_per_batch,
                      n=a.n, N=a.N, T=a.T, field=a.field)
     field = get_field(p.field_name)

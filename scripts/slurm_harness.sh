@@ -193,6 +193,9 @@ SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
 SwitchType=switch/none
 MpiDefault=none
+# A fresh job id range per harness: MPICH names its shared-memory segment after the PMI
+# job id, and a segment left in /dev/shm by a killed job 1 breaks the next job 1.
+FirstJobId=$((1000 + RANDOM * 1000))
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none

@@ -44,17 +44,9 @@ def mpi_flavor(exe: str | None = None) -> str | None:
     exe = exe or mpiexec_path()
     if exe is None:
         return None
-    try:
-        r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
-                           env={**os.environ, **OPENMPI_ROOT_ENV})
-    except (OSError, subprocess.TimeoutExpired):
-        return "other"
-    text = r.stdout + r.stderr
-    if "Open MPI" in text or "OpenRTE" in text:
-        return "openmpi"
-    if "HYDRA" in text:
-        return "mpich"
-    return "other"
+    from mpi_coded.cluster.manage import mpi_flavor as flavor_of  # the cluster tool's rule
+
+    return flavor_of(exe)
 
 
 OPENMPI_ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}

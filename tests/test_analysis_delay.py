@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -118,6 +119,22 @@ def test_decoding_counts():
         cost, algo = delay.rs_decode_cost(n, parts, 1 / 3, sa, sm)
         assert cost == min(bm, ff) and algo == ("bm" if bm <= ff else "fft")
     assert delay.rs_decode_cost(9000, 1, 1 / 3, 0.25, 64)[1] == "fft"
+
+
+def test_delay_costs_travel_as_one_value():
+    # GF(2^16): sigma_A = 16/64, sigma_M = 16 log2 16 (the paper's costs)
+    costs = delay.DelayCosts.of_field(16)
+    assert (costs.sa, costs.sm, costs.conv) == (0.25, 64.0, delay.Convention())
+    assert costs.cost(delay.Ops(4, 2)) == 4 * 0.25 + 2 * 64.0
+    assert delay.DelayCosts.of_field(None) == delay.DelayCosts(1.0, 1.0)
+    # the decoder's cost at these costs; the authors' convention carries their eq. (10) c
+    assert costs.rs_decode(36, 250, 1 / 3) == delay.rs_decode_cost(36, 250, 1 / 3, 0.25, 64.0)
+    authors = delay.DelayCosts(0.25, 64.0, delay.Convention(authors=True))
+    assert authors.conv.c_add == 0.86700826 and delay.Convention().c_add is None
+    assert authors.rs_decode(9000, 1, 1 / 3, "fft") == delay.rs_decode_cost(
+        9000, 1, 1 / 3, 0.25, 64.0, "fft", 0.86700826)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        costs.sa = 1.0  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("call,needle", [

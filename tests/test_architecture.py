@@ -21,7 +21,8 @@ PURE_MODULES = [
     "mpi_coded.coded.exchange", "mpi_coded.coded.replay", "mpi_coded.coded.job",
     "mpi_coded.analysis.loads", "mpi_coded.analysis.delay", "mpi_coded.analysis.bdc_load",
     "mpi_coded.analysis.solvers", "mpi_coded.analysis.model", "mpi_coded.fields",
-    "mpi_coded.results", "mpi_coded.errors", "mpi_coded.proctree",
+    "mpi_coded.results", "mpi_coded.errors", "mpi_coded.proctree", "mpi_coded.plotting",
+    "mpi_coded.report", "mpi_coded.cli.report",
 ]
 
 
@@ -200,12 +201,15 @@ def test_no_import_cycle():
 
 LAYERS: list[tuple[str, ...]] = [
     ("mpi_coded", "mpi_coded.errors", "mpi_coded.wait_modes", "mpi_coded.results",
-     "mpi_coded.proctree"),
+     "mpi_coded.proctree", "mpi_coded.rates"),  # rates: the one link-rate parser
     ("mpi_coded.fields", "mpi_coded.gf_kernels"),
     ("mpi_coded.codes",),
     ("mpi_coded.analysis.loads", "mpi_coded.analysis.delay"),  # formulas
-    ("mpi_coded.cec", "mpi_coded.coded", "mpi_coded.faults"),
-    ("mpi_coded.analysis",),  # evaluators and the model, over the coded plans
+    ("mpi_coded.cec", "mpi_coded.coded", "mpi_coded.faults",
+     "mpi_coded.cluster"),  # the emulated cluster: ip/tc/nsenter, no MPI
+    ("mpi_coded.analysis",),  # evaluators and the model (and analysis.network: the
+    # network model over the coded and elastic plans), over the coded plans
+    ("mpi_coded.plotting", "mpi_coded.report"),  # figures and the results page, no MPI
     ("mpi_coded.runtime",),
     ("mpi_coded.cli", "mpi_coded.__main__"),
 ]
@@ -264,3 +268,55 @@ def test_no_branches_on_scheme_names():
                 if consts or tuples:
                     offenders.append(f"{rel}:{node.lineno}")
     assert offenders == []
+
+
+# --- the shape of the runtime: short functions, typed records -------------------------------
+
+MAX_FUNCTION_LINES = 60
+"""No function or method longer than this (its ``def`` line to its last line) in the
+runtime and in the elastic config."""
+MAX_DICT_KEYS = 6
+"""A dict display with more keys than this in the runtime is a record spelled as a literal:
+declare it as a :class:`mpi_coded.results.Record` instead."""
+
+SHAPED = sorted(p.relative_to(ROOT).as_posix() for p in (PKG / "runtime").rglob("*.py"))
+"""The files the two rules below hold for, one test case each."""
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, int, int]]:
+    """``(qualified name, first line, lines)`` of every function, nested ones included."""
+    out = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = prefix + node.name
+            out.append((name, node.lineno, (node.end_lineno or node.lineno) - node.lineno + 1))
+            out += _functions(node, name + ".")
+        elif isinstance(node, ast.ClassDef):
+            out += _functions(node, prefix + node.name + ".")
+    return out
+
+
+def _long_functions(rel: str) -> list[str]:
+    tree = ast.parse((ROOT / rel).read_text())
+    return [f"{rel}:{line} {name} ({n} lines)" for name, line, n in _functions(tree)
+            if n > MAX_FUNCTION_LINES]
+
+
+@pytest.mark.parametrize("rel", [*SHAPED, "mpi_coded/cec/config.py"])
+def test_no_long_functions(rel):
+    assert _long_functions(rel) == []
+
+
+def test_the_function_length_rule_reads_functions():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    tree = ast.parse(f"class A:\n  def f(self):\n{body}\n    def g():\n        pass\n")
+    assert [(n, k) for n, _, k in _functions(tree)] == [("A.f", MAX_FUNCTION_LINES + 3),
+                                                        ("A.f.g", 2)]
+
+
+@pytest.mark.parametrize("rel", SHAPED)
+def test_no_dict_literal_records_in_the_runtime(rel):
+    tree = ast.parse((ROOT / rel).read_text())
+    big = [f"{rel}:{node.lineno} ({len(node.keys)} keys)" for node in ast.walk(tree)
+           if isinstance(node, ast.Dict) and len(node.keys) > MAX_DICT_KEYS]
+    assert big == []

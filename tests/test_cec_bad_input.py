@@ -25,6 +25,22 @@ BAD_MAPPINGS = [
     ({"policy": "fastest"}, "policy: must be one of"),
     ({"t_row": -1}, "t_row: must be >= 0"),
     ({"speeds": [1, 2]}, "speeds: must list one speed per machine"),
+    ({"availability": 3}, "availability: must be a table"),
+    ({"availability": {"kind": 3}}, "availability.kind: must be a string"),
+    ({"availability": {"kind": "weird"}},
+     "availability.kind: must be one of schedule, random, trace"),
+    ({"availability": {"kind": "schedule"}},
+     'availability.schedule: is required with kind = "schedule"'),
+    ({"availability": {"kind": "trace"}}, 'availability.path: is required with kind = "trace"'),
+    ({"availability": {"kind": "trace", "path": ""}}, "availability.path: must name a trace file"),
+    ({"availability": {"kind": "trace", "path": "/nonexistent/t.txt"}},
+     "availability.path: must be an existing trace file"),
+    ({"availability": {"schedule": [[1, 2, "x"]]}}, "availability.schedule: must be an integer"),
+    ({"availability": {"schedule": [1, 2, 3]}},
+     "availability.schedule: must be a list of lists of machine ids"),
+    ({"availability": {"kind": "random", "steps": 0}}, "availability.steps: must be >= 1"),
+    ({"t_row": float("nan")}, "t_row: must be finite"),
+    ({"job": "coded"}, "job: this is the 'cec' job's config"),
 ]
 
 
@@ -42,7 +58,7 @@ def test_good_config_file_and_trace(tmp_path):
     cfg_file.write_text(f'N = 4\nL = 2\nspeeds = [1, 2, 0.5, 1]\nrows = 10\ncols = 3\n'
                         f'[availability]\nkind = "trace"\npath = "{trace}"\n')
     cfg = load_config(str(cfg_file))
-    assert cfg.availability() == [(1, 2, 3), (2, 3, 4)]
+    assert cfg.available_sets() == [(1, 2, 3), (2, 3, 4)]
     assert cfg.rows_per_block == 5
 
 

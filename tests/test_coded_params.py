@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpi_coded.analysis.loads import check_reference, parse_fraction
-from mpi_coded.coded.params import pick_field
+from mpi_coded.coded.params import CodeShape, pick_field
 from mpi_coded.coded.schemes import coded_params
 from mpi_coded.coded.schemes import get as get_scheme
 from mpi_coded.errors import ConfigError
@@ -36,6 +37,20 @@ def test_derived_sizes_unified():
     assert p.n_batches == 15 and p.r == 30 and p.m == 20
     assert p.wait_for == 4 and p.outputs_per_reducer == 2
     assert p.code_length == 30 and p.code_dimension == 20 and p.field_name == "gf2^8"
+
+
+def test_the_code_shape_is_one_typed_value():
+    # bdc, K=6, q=4, mu=1/2, 2 rows per batch, T=2: r = 2 C(6,2) = 30, m = 20,
+    # two (15, 10) sub-codes
+    p = make(scheme="bdc", T=2)
+    assert p.shape == CodeShape(partitions=2, code_length=15, code_dimension=10)
+    assert (p.partitions, p.code_length, p.code_dimension) == (2, 15, 10)
+    # sc: r = 2 C(6,1) = 12, m = 12 * 4/6 = 8, m/q = 2 stripes of a (K, q) = (6, 4) code;
+    # uc: r = m = 2 C(6,1) = 12, the identity of length 12
+    assert make(scheme="sc", N=12).shape == CodeShape(2, 6, 4)
+    assert make(scheme="uc", N=12).shape == CodeShape(1, 12, 12)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.shape.partitions = 3  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("scheme,wait,rep,m,r", [

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import types
+import typing
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -158,7 +162,11 @@ def test_the_runtime_writes_what_the_views_read(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     lines = results.read_results(cec) + results.read_results(coded)
     for rec in lines:
-        results.view(rec)
+        v = results.view(rec)
+        again = json.loads(json.dumps(results.jsonable(v.to_dict())))
+        assert type(v).from_record(again) == v  # read back into the same class
+        if results.job_of(rec) == results.CEC:  # the runtime writes every declared field
+            assert {k: rec.get(k) for k in again} == again
     (job,) = results.elastic_jobs(lines)
     assert [s.step for s in job.steps] == [1, 2, 3, 4]
     assert job.summary is not None and job.summary.all_verified
@@ -168,3 +176,102 @@ def test_the_runtime_writes_what_the_views_read(tmp_path):
     assert cjob.config.scheme == "bdc" and len(cjob.runs) == 2
     assert all(r.verified and r.T == 3 and r.load_measured_exact for r in cjob.runs)
     assert cjob.summary is not None and cjob.summary.all_verified
+
+
+# --- every record kind: written by the same class that reads it back -----------------------
+
+
+def _sample(tp: Any, salt: int) -> Any:
+    """A JSON-typed value of type ``tp`` unlike its default (``salt`` varies it)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):
+        return _sample(next(a for a in args if a is not type(None)), salt)
+    if origin is list:
+        return [_sample(args[0], salt), _sample(args[0], salt + 1)]
+    if origin is dict:
+        return {str(salt): _sample(args[1], salt)}
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        return tp(**{f.name: _sample(hints[f.name], salt + i)
+                     for i, f in enumerate(dataclasses.fields(tp)) if f.name != "raw"})
+    if tp is bool:
+        return salt % 2 == 0
+    if tp is int:
+        return 1000 + salt
+    if tp is float:
+        return 0.5 + salt
+    if tp is str:
+        return f"s{salt}"
+    return {"any": salt}  # Any
+
+
+def record_kinds() -> list[type[results.Record]]:
+    """Every kind of line: the classes :func:`results.view` reads."""
+    return list(dict.fromkeys(results.VIEWS.values()))
+
+
+@pytest.mark.parametrize("cls", record_kinds(), ids=lambda c: c.__name__)
+def test_every_record_kind_round_trips_field_for_field(tmp_path, cls):
+    rec = _sample(cls, 1)
+    out = tmp_path / "r.jsonl"
+    w = ResultsWriter(str(out))
+    w.write(rec)
+    w.close()
+    (line,) = results.read_results(out)
+    assert (line["kind"], line.get("job")) == (cls.KIND, cls.JOB)
+    back = results.view(line)
+    assert type(back) is cls
+    for f in dataclasses.fields(cls):
+        if f.name != "raw":
+            assert getattr(back, f.name) == getattr(rec, f.name), f.name
+    assert back == rec and back.to_dict() == line
+    assert set(line) == {"kind", *(["job"] if cls.JOB else []), *cls.names()}
+
+
+def test_optional_fields_and_parts_are_absent_while_none():
+    step = ElasticStep(step=1, policy="uncoded", available=[1], predicted_s=0.0, wall_s=0.1,
+                       verified=True)
+    line = json.loads(json.dumps(results.jsonable(step.to_dict())))
+    assert "transpose" not in line and line["eigenvalue"] is None  # None, but written
+    assert ElasticStep.from_record(line) == step
+    cfg = ElasticConfig(N=1, L=1, speeds=["1"], rows=1, cols=1, field="float64",
+                        policy="cyclic", t_row=0.0)
+    line = cfg.to_dict()
+    assert "host" not in line and "S" not in line
+    assert ElasticConfig.from_record(line).run is None
+    with_run = dataclasses.replace(cfg, run=results.RunContext(host="h", mpi="MPICH"))
+    line = with_run.to_dict()
+    assert line["host"] == "h" and ElasticConfig.from_record(line).host == "h"
+
+
+def test_a_linreg_step_joins_its_transpose_product():
+    a = ElasticStep(step=2, policy="cyclic", available=[1, 2], predicted_s=1.0, wall_s=2.0,
+                    verified=True, max_error=1e-15, oracle_time_s=1.0, true_time_s=1.0,
+                    bytes_step=10)
+    b = dataclasses.replace(a, wall_s=3.0, verified=False, max_error=1e-14, bytes_step=5)
+    j = a.with_transpose(b, residual=0.25)
+    assert (j.wall_s, j.bytes_step, j.verified, j.max_error, j.residual) == \
+        (5.0, 15, False, 1e-14, 0.25)
+    assert j.true_over_oracle == 1.0 and j.transpose is not None
+    assert j.transpose.wall_s == 3.0 and j.transpose.verified is False
+    line = json.loads(json.dumps(results.jsonable(j.to_dict())))
+    assert line["transpose"]["wall_s"] == 3.0 and ElasticStep.from_record(line) == j
+
+
+@pytest.mark.parametrize("toml", [
+    {}, {"speeds": "auto", "estimator": "median", "estimator_window": 3},
+    {"S": 1, "suspect_after": 3, "stragglers": 1, "straggler_factor": 2.0},
+    {"workload": "power", "rows": 12, "cols": 12, "policy": "uncoded"},
+    {"availability": {"kind": "random", "p": 0.5, "steps": 3}},
+])
+def test_the_elastic_config_line_declares_every_config_key(toml):
+    from mpi_coded.cec.config import from_mapping
+
+    cfg = from_mapping(toml)
+    rec = ElasticConfig.of(cfg.to_dict(), results.RunContext.here(), 1)
+    line = json.loads(json.dumps(results.jsonable(rec.to_dict())))
+    assert {k: v for k, v in line.items() if k in cfg.to_dict()} == \
+        json.loads(json.dumps(results.jsonable(cfg.to_dict())))
+    assert ElasticConfig.from_record(line) == rec
+    with pytest.raises(SchemaError, match="does not declare nonsense"):
+        ElasticConfig.of({**cfg.to_dict(), "nonsense": 1}, results.RunContext(), 1)

@@ -172,6 +172,6 @@ def test_config_keys_go_into_a_toml_the_job_accepts(tmp_path):
     assert world == 16
     assert args[:2] == ["run", "cec"] and args[-4:] == ["--policy", "cyclic", "--seed", "3"]
     cfg = load_config(args[args.index("--config") + 1])
-    assert (cfg.cols, cfg.p, cfg.N, cfg.rows) == (64, 0.1, 15, 3000)
+    assert (cfg.cols, cfg.availability.p, cfg.N, cfg.rows) == (64, 0.1, 15, 3000)
     args, world = sweep.job_args({"N": 3, "L": 2}, None, tmp_path, 1)
     assert world == 4

@@ -17,7 +17,9 @@ per-phase complexities over GF(2^l): addition ``l/64``, multiplication
 ``l log2 l`` (:func:`field_op_costs`); map products (:func:`matvec_ops`);
 encoding with ``m`` (dense) or ``m/T`` (block-diagonal) nonzeros per coded row
 (eq. (8), :func:`encode_ops`); RS decoding by Berlekamp-Massey (eq. (9)) or
-the FFT-based decoder with the paper's fitted curves (eq. (10)).
+the FFT-based decoder with the paper's fitted curves (eq. (10)).  What a field's operations
+cost and the convention costing encoding and decoding travel together as one value,
+:class:`DelayCosts` (``sigma_A``, ``sigma_M`` and a :class:`Convention`).
 """
 
 from __future__ import annotations
@@ -259,3 +261,58 @@ def rs_decode_cost(code_length: float, partitions: float, xi: float, sigma_a: fl
     if force == "fft":
         return fft, "fft"
     return (bm, "bm") if bm <= fft else (fft, "fft")
+
+
+# --------------------------------------------------------------------------------------------
+# The costs of one setting, as one value
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How the delay model costs encoding and decoding (docs/theory.md (B.6), (C.2)).
+
+    ``fft_encode``: the FFT encoder is an option (the field has an FFT RS codec: the
+    runtime's GF(2^16), or a degree given with ``model --l``); ``authors``: the BDC
+    authors' evaluation code (unified encodes by FFT, bdc and sc decode by
+    Berlekamp-Massey, sc encodes with the ``mu q`` factor, eq. (10) with 0.86700826,
+    the map's additions ``n (rho - 1)``)."""
+
+    fft_encode: bool = False
+    authors: bool = False
+
+    @property
+    def c_add(self) -> float | None:
+        """The additions' ``c`` of eq. (10) (None: the paper's 0.867)."""
+        return AUTHORS_FFT_C if self.authors else None
+
+
+DEFAULT_CONVENTION = Convention()
+
+
+@dataclass(frozen=True)
+class DelayCosts:
+    """What the delay model charges in one setting: ``sa`` (``sigma_A``) per field
+    addition, ``sm`` (``sigma_M``) per multiplication, and the :class:`Convention`
+    costing encoding and decoding.  The scheme objects' delay terms take this one value
+    (:meth:`mpi_coded.coded.schemes.base.Scheme.model_terms`)."""
+
+    sa: float
+    sm: float
+    conv: Convention = DEFAULT_CONVENTION
+
+    @classmethod
+    def of_field(cls, l: int | None,  # noqa: E741 (the paper's name)
+                 conv: Convention = DEFAULT_CONVENTION) -> DelayCosts:
+        """The costs over GF(2^l) (:func:`field_op_costs`; ``l = None``: float64)."""
+        sa, sm = field_op_costs(l)
+        return cls(sa, sm, conv)
+
+    def cost(self, ops: Ops) -> float:
+        """``ops`` weighted: ``additions * sa + multiplications * sm``."""
+        return ops.cost(self.sa, self.sm)
+
+    def rs_decode(self, code_length: float, partitions: float, xi: float,
+                  force: str | None = None) -> tuple[float, str]:
+        """:func:`rs_decode_cost` at these costs and the convention's eq. (10) constant."""
+        return rs_decode_cost(code_length, partitions, xi, self.sa, self.sm, force,
+                              self.conv.c_add)

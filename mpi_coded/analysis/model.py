@@ -81,8 +81,9 @@ from mpi_coded.analysis.bdc_load import (
     servers_needed_pmf,
 )
 from mpi_coded.analysis.delay import (
+    Convention,
+    DelayCosts,
     Ops,
-    field_op_costs,
     matvec_ops,
     mixture_order_mean,
     order_stat_moments,
@@ -99,7 +100,6 @@ from mpi_coded.coded.params import (
     pick_field,
 )
 from mpi_coded.coded.schemes import SCHEMES, get, names
-from mpi_coded.coded.schemes.base import Convention
 from mpi_coded.codes.lt import DEFAULT_C, DEFAULT_DELTA
 from mpi_coded.errors import require
 
@@ -266,9 +266,9 @@ def predict(setting: ModelSetting | CodedParams, assignment: np.ndarray | None =
     p = ms.params
     spec = p.spec
     K, q, N = p.K, p.q, p.N
-    sa, sm = field_op_costs(ms.l)
-    conv = ms.conv
-    terms = spec.model_terms(p, ms.eps, ms.c, ms.delta, sa, sm, conv)
+    costs = DelayCosts.of_field(ms.l, ms.conv)
+    sa, sm, conv = costs.sa, costs.sm, costs.conv
+    terms = spec.model_terms(p, ms.eps, ms.c, ms.delta, costs)
     load_exact: Fraction | None = None
     exact = True
     pmf = terms.servers_needed

@@ -9,13 +9,19 @@
   estimate.  Needs a square ``X`` (``rows == cols``); the honest choice rather
   than iterating on ``X^T X`` behind the user's back.
 * ``"linreg"``: gradient descent on ``||X w - b||^2 / 2``.  Each step is two
-  coded products: (i) ``y = decode(X w)``, ``z = y - b`` (:func:`linreg_residual`);
-  (ii) ``g = decode(X^T z)``, ``w <- w - eta g`` (:func:`linreg_step`).  With
+  products: (i) ``y = decode(X w)``, ``z = y - b`` (:func:`linreg_residual`);
+  (ii) ``g = decode(X^T z)``, ``w <- w - eta g`` (:func:`linreg_step`) (coded:
+  from coded blocks of ``X^T``; the uncoded baseline: the sum of every machine's
+  ``X[a:b]^T z[a:b]`` on the rows it stores).  With
   ``eta = 1 / ||X||_2^2`` (:func:`linreg_eta`, the inverse Lipschitz constant of
   the gradient) the residual norm never increases.
 
 Over GF(2^l) neither norms nor descent mean anything, so ``power`` and
 ``linreg`` require ``field = "float64"``.
+
+:class:`Iterate` carries the workload from step to step for the runtime, whatever
+the policy (coded or the uncoded baseline): :meth:`Iterate.step` runs one step
+through the policy's products, :meth:`Iterate.check` is the end check.
 
 End check: the runtime's final ``w`` is compared with :func:`reference_power`
 or :func:`reference_linreg` run on the uncoded ``X`` with numpy, by
@@ -29,6 +35,10 @@ for 100 power steps on a random 200 x 200 ``X`` moves the final ``w`` by
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -123,3 +133,56 @@ def relative_error(w: Vec, ref: Vec) -> float:
     """``||w - ref|| / max(1, ||ref||)``; the end check passes when it is <= REFERENCE_RTOL."""
     d = np.asarray(w, dtype=np.float64) - np.asarray(ref, dtype=np.float64)
     return float(np.linalg.norm(d)) / max(1.0, float(np.linalg.norm(ref)))
+
+
+Product = Callable[[int, Any], Any]
+"""``product(which, v)``: the decoded ``X v`` (``which = 0``) or ``X^T v`` (``which = 1``)."""
+
+
+@dataclass
+class Iterate:
+    """A workload's state between steps: the iterate ``w`` (and linreg's ``b`` and ``eta``)."""
+
+    kind: str
+    w0: Vec
+    w: Vec
+    b: Vec
+    eta: float = 0.0
+
+    @classmethod
+    def start(cls, kind: str, x: npt.ArrayLike, rows: int, cols: int, seed: int) -> Iterate:
+        """``w_0`` of ``kind`` for the ``rows x cols`` matrix ``x`` (and seed)."""
+        w0 = start_vector(cols, seed) if kind in ITERATIVE else np.zeros(0)
+        b = linreg_targets(rows, seed) if kind == "linreg" else w0
+        return cls(kind, w0, w0, b, linreg_eta(x) if kind == "linreg" else 0.0)
+
+    @property
+    def products(self) -> int:
+        """Products per step (linreg: ``X w`` and ``X^T z``)."""
+        return 2 if self.kind == "linreg" else 1
+
+    def step(self, fresh: Callable[[], Any], product: Product) -> tuple[float | None,
+                                                                         float | None]:
+        """One step through ``product``: ``independent`` multiplies ``fresh()``, ``power``
+        and ``linreg`` the iterate, which they update.  Returns the step's eigenvalue
+        estimate (power) and residual norm ``||X w - b||`` (linreg), else None."""
+        if self.kind == "power":
+            self.w, eigenvalue = power_step(self.w, product(0, self.w))
+            return eigenvalue, None
+        if self.kind == "linreg":
+            z, residual = linreg_residual(product(0, self.w), self.b)
+            self.w = linreg_step(self.w, product(1, z), self.eta)
+            return None, residual
+        product(0, fresh())
+        return None, None
+
+    def check(self, x: npt.ArrayLike, steps: int) -> dict[str, Any] | None:
+        """The end check (module docstring): the final ``w`` against the same ``steps`` on
+        the uncoded ``x`` with numpy; None for ``independent``."""
+        if self.kind not in ITERATIVE:
+            return None
+        ref = reference_power(x, self.w0, steps)[0] if self.kind == "power" else \
+            reference_linreg(x, self.b, self.w0, self.eta, steps)[0]
+        rel = relative_error(self.w, ref)
+        return {"workload": self.kind, "relative_error": rel, "rtol": REFERENCE_RTOL,
+                "ok": rel <= REFERENCE_RTOL}

@@ -9,7 +9,9 @@ Hook-up (in :func:`mpi_coded.cli.main.build_parser`, next to ``register_load``):
 ``model`` prints the predicted load, servers waited for and delay per phase of
 one scheme (:func:`mpi_coded.analysis.model.predict`); ``--json`` prints exactly
 ``{"scheme", "load", "servers_needed", "delay": {"encode", "map", "reduce",
-"total"}}``.  ``solve`` finds a BDC assignment matrix ``P``
+"total"}}`` (with ``--calibration`` also ``seconds``; with ``--rate`` also ``network``,
+the network model of :func:`mpi_coded.analysis.network.network_report`, docs/theory.md
+(B.7); without ``--rate`` nothing of it is printed).  ``solve`` finds a BDC assignment matrix ``P``
 (:mod:`mpi_coded.analysis.solvers`), optionally saves it as ``.npy`` (what
 ``run coded --assignment`` reads); ``--json`` prints ``{"solver", "load",
 "servers_needed"}``.  Bad input raises :class:`~mpi_coded.errors.ConfigError`
@@ -23,8 +25,10 @@ import json
 from typing import Any
 
 from mpi_coded.analysis import calibration
+from mpi_coded.analysis import network as netmodel
 from mpi_coded.analysis.bdc_load import make_instance
 from mpi_coded.analysis.model import CONVENTIONS, MODEL_SCHEMES, model_params, predict
+from mpi_coded.analysis.network import BCAST_TREES, MULTICAST_MODES
 from mpi_coded.analysis.solvers import SOLVERS, load_assignment, save_assignment, solve
 from mpi_coded.coded.schemes import names
 from mpi_coded.codes.lt import DEFAULT_C, DEFAULT_DELTA
@@ -32,14 +36,16 @@ from mpi_coded.errors import ConfigError, require
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    table = calibration.measure(quick=args.quick)
-    doc = calibration.write(table, args.out)
+    got = calibration.measure_report(quick=args.quick)
+    table = got.table
+    doc = calibration.write(table, args.out, got.problems)
     if args.json:
         print(json.dumps(doc))
         return 0
     print(f"calibration written to {args.out} (seconds per operation):")
     for key, val in table.items():
-        print(f"  {key:<16} {val:.4g}")
+        why = got.problems.get(key)
+        print(f"  {key:<16} {val:.4g}" + (f"  ({why})" if why else ""))
     return 0
 
 
@@ -71,6 +77,7 @@ def _run_model(args: argparse.Namespace) -> int:
                                   field=args.field, scale_tail=not args.shift_only,
                                   degree=mp.l, convention=args.convention))
         out["D_over_uc"] = out["delay"]["total"] / uc["delay"]["total"]
+    net = _network(args, p, P)  # None without --rate: the output stays as it was
     secs = None
     if table is not None:
         secs = calibration.predict_seconds(p, table, cores=args.cores)
@@ -81,6 +88,8 @@ def _run_model(args: argparse.Namespace) -> int:
         obj = {k: out[k] for k in keys}
         if secs is not None:
             obj["seconds"] = secs
+        if net is not None:
+            obj["network"] = net
         print(json.dumps(obj))
         return 0
     d = out["delay"]
@@ -108,7 +117,94 @@ def _run_model(args: argparse.Namespace) -> int:
               f"  map {w['map']:.4g}  reduce {w['reduce']:.4g}  total {w['total']:.4g}"
               f"  (slowest server: encode {per['encode']:.4g} by {secs['encoder']}, map "
               f"{per['map']:.4g}, reduce {per['reduce']:.4g} by {secs['decoder']})")
+    if net is not None:
+        _print_network(net)
     return 0
+
+
+def _network(args: argparse.Namespace, p: Any, P: Any) -> dict[str, Any] | None:
+    """``--rate`` and its options: the ``network`` object (docs/theory.md (B.7)); None
+    without ``--rate`` (then none of its options may be given)."""
+    if args.rate is None:
+        given = [flag for flag, val in (("--rate-of", args.rate_of), ("--alpha", args.alpha),
+                                        ("--efficiency", args.efficiency),
+                                        ("--multicast", args.multicast),
+                                        ("--bcast-tree", args.bcast_tree),
+                                        ("--ranks-per-host", args.ranks_per_host),
+                                        ("--finishing-order", args.finishing_order)) if val]
+        require(not given, given[0] if given else "--rate", "needs --rate RATE (the network "
+                "model)")
+        return None
+    multicast = args.multicast or "p2p"
+    require(multicast in MULTICAST_MODES, "--multicast",
+            f"must be one of {', '.join(MULTICAST_MODES)}", multicast)
+    tree = args.bcast_tree or "binomial"
+    require(tree in BCAST_TREES, "--bcast-tree", f"must be one of {', '.join(BCAST_TREES)}",
+            tree)
+    alpha, eff = (netmodel.link_calibration(calibration_doc(args.calibration))
+                  if args.calibration is not None else (None, None))
+    alpha = _number(args.alpha, "--alpha") if args.alpha is not None else (alpha or 0.0)
+    eff = _number(args.efficiency, "--efficiency") if args.efficiency is not None else (
+        eff or 1.0)
+    rph = None if args.ranks_per_host is None else _integer(args.ranks_per_host,
+                                                            "--ranks-per-host")
+    net = netmodel.make_network(p.K + 1, args.rate, args.rate_of or (), alpha, eff, rph)
+    order = None
+    if args.finishing_order is not None:
+        order = [_integer(x, "--finishing-order") for x in args.finishing_order.split(",")
+                 if x.strip()]
+    try:
+        return netmodel.network_report(p, net, multicast, tree, order, P)
+    except ConfigError as exc:
+        if exc.field in ("order", "Q"):  # the map-end rule on the given order
+            raise ConfigError("--finishing-order", exc.rule, exc.got) from None
+        raise
+
+
+def calibration_doc(path: str) -> dict[str, Any]:
+    """The calibration file as JSON (already checked by ``calibration.load``)."""
+    with open(path) as fh:
+        doc = json.load(fh)
+    return doc if isinstance(doc, dict) else {}
+
+
+def _number(text: str, arg: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(arg, "must be a number", text) from None
+
+
+def _integer(text: str, arg: str) -> int:
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        raise ConfigError(arg, "must be an integer", text) from None
+
+
+def _print_network(net: dict[str, Any]) -> None:
+    rates = sorted({h["rate"] for h in net["hosts"].values()})
+    secs, over = net["seconds"], net["over_uc"]
+    print(f"  network ({'/'.join(rates)}, {net['multicast']}, alpha {net['alpha_s']:.3g} s, "
+          f"efficiency {net['efficiency']:.3g}, Q={','.join(map(str, net['Q']))})"
+          f"  distribution {secs['distribution']:.4g} s  shuffle {secs['shuffle']:.4g} s"
+          f"  gather {secs['gather']:.4g} s  total {secs['total']:.4g} s")
+    sh = net["phases"]["shuffle"]
+    slow = sh["slowest_host"]
+    if slow is not None:
+        h = sh["hosts"][slow]
+        print(f"  shuffle: {sh['bytes_on_wire']} bytes on the wire; slowest host {slow} "
+              f"(sent {h['sent_bytes']} B in {h['sent_messages']} messages, received "
+              f"{h['recv_bytes']} B in {h['recv_messages']})")
+
+    def ratio(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.4f}"
+
+    if "uc_not_runnable" in over:
+        print(f"  shuffle over uc: n/a (uc is not runnable here: {over['uc_not_runnable']})")
+        return
+    print(f"  shuffle over uc: seconds {ratio(over['shuffle_s'])}  bytes "
+          f"{ratio(over['shuffle_bytes'])}  load {ratio(over['load'])} (a broadcast medium)")
 
 
 def register_model(subparsers: Any) -> argparse.ArgumentParser:
@@ -153,6 +249,28 @@ def register_model(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=2000,
                    help="finishing sets sampled when there are too many to enumerate")
     p.add_argument("--seed", type=int, default=0)
+    net = p.add_argument_group("network model (docs/theory.md (B.7))")
+    net.add_argument("--rate", default=None, metavar="RATE",
+                     help="every host's link rate (100mbit, 1gbit, 1.5Gbit/s): price the "
+                          "shuffle, the outputs' gather and the data distribution")
+    net.add_argument("--rate-of", dest="rate_of", action="append", default=None,
+                     metavar="HOST=RATE", help="one host's rate: master, server<s>, rank<r> "
+                     "or host<h> with --ranks-per-host (repeatable)")
+    net.add_argument("--multicast", default=None,
+                     help="how a multicast travels: p2p (one copy per receiver, default) or "
+                          "bcast (MPI_Ibcast: one copy per tree edge)")
+    net.add_argument("--bcast-tree", dest="bcast_tree", default=None,
+                     help="with bcast: binomial (MPICH, default) or linear (Open MPI, groups "
+                          "of at most 4)")
+    net.add_argument("--alpha", default=None, metavar="SECONDS",
+                     help="cost of one message (default: the calibration file's, else 0)")
+    net.add_argument("--efficiency", default=None,
+                     help="achieved fraction of the rate, in (0, 1] (default: the "
+                          "calibration file's, else 1)")
+    net.add_argument("--ranks-per-host", dest="ranks_per_host", default=None,
+                     help="ranks per host, filled in rank order (default: one host per rank)")
+    net.add_argument("--finishing-order", dest="finishing_order", default=None,
+                     help="servers in map finishing order, e.g. 3,0,1,... (default 0..K-1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run_model, model_parser=p)
     return p

@@ -1,7 +1,8 @@
 """The ``mpi-coded`` command line: the parser and :func:`main`.
 
 Subcommands live beside this module: :mod:`.cec` (``plan cec``, ``run cec``),
-:mod:`.coded` (``load``, ``run coded``), :mod:`.analysis` (``model``, ``solve``).
+:mod:`.coded` (``load``, ``run coded``), :mod:`.analysis` (``model``, ``solve``),
+:mod:`.report` (``report``).
 
 mpi4py is imported lazily, only by the ``run`` subcommands, so ``plan``,
 ``load`` and the other pure subcommands work without MPI.  Bad input ends with
@@ -39,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from mpi_coded.cli import analysis as analysis_commands
     from mpi_coded.cli import cec as cec_commands
+    from mpi_coded.cli import cluster as cluster_commands
     from mpi_coded.cli import coded as coded_commands
+    from mpi_coded.cli import report as report_commands
 
     coded_commands.register_load(sub)
     analysis_commands.register(sub)  # model, solve
@@ -52,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_sub = run.add_subparsers(dest="run_kind", required=True, parser_class=OneLineParser)
     cec_commands.register_run(run_sub)
     coded_commands.register_run(run_sub)
+    cluster_commands.register(sub)  # cluster up/run/status/down/link
+    report_commands.register(sub)  # results files as one HTML page
 
     return parser
 

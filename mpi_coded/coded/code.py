@@ -23,7 +23,7 @@ scheme for its code.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -120,7 +120,7 @@ class CodeWork:
         self.algorithms[algorithm] = self.algorithms.get(algorithm, 0) + 1
         self.work.extend(work)
 
-    def seconds(self, table: Mapping[str, float] | None = None) -> float:
+    def seconds(self, table: W.Table = None) -> float:
         return W.price(self.work, table)
 
 

@@ -6,7 +6,8 @@ of the coded rows (``mu q`` an integer); and by the sizes ``m`` (rows of ``A``),
 ``n`` (its columns), ``N`` (vectors), ``T`` (partitions of a block-diagonal
 code) and the field.  The scheme object (:attr:`CodedParams.spec`, one of
 :mod:`mpi_coded.coded.schemes`) turns them into its *effective* sizes, computed
-once on construction:
+once on construction by its layout rule (``spec.layout``: servers waited for, servers
+per batch, and the code's shape, a :class:`CodeShape`):
 
 ======== ============ ======================= ===================== ============
 scheme   waits for    servers per batch ``p`` stored fraction       code
@@ -102,6 +103,19 @@ def _derived() -> Any:
 
 
 @dataclass(frozen=True)
+class CodeShape:
+    """The shape of a scheme's code for one setting (the scheme's layout rule,
+    :meth:`~mpi_coded.coded.schemes.layout.BatchLayout.code_shape`)."""
+
+    partitions: int
+    """Independent sub-codes: ``T`` (bdc), ``m/q`` stripes (sc), else 1."""
+    code_length: int
+    """Length ``n`` of each sub-code (``r``, ``r/T``, ``K``; ``m`` for identity)."""
+    code_dimension: int
+    """Values needed to decode a partition (lt: ``m`` is a lower bound)."""
+
+
+@dataclass(frozen=True)
 class CodedParams:
     """One setting of a coded scheme (module docstring); the sizes are computed once.
 
@@ -128,36 +142,42 @@ class CodedParams:
     """``C(K, p)``."""
     r: int = _derived()
     """Coded rows: ``m K / q_eff``."""
-    partitions: int = _derived()
-    """Independent sub-codes: ``T`` (bdc), ``m/q`` stripes (sc), else 1."""
-    code_length: int = _derived()
-    """Length ``n`` of each sub-code (``r``, ``r/T``, ``K``; ``m`` for identity)."""
-    code_dimension: int = _derived()
-    """Values needed to decode a partition (lt: ``m`` is a lower bound)."""
+    shape: CodeShape = _derived()
+    """The code's shape (:attr:`partitions`, :attr:`code_length`, :attr:`code_dimension`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mu", check_reference(self.K, self.q, self.mu))
         check_sizes(m=self.m, n=self.n, N=self.N)
         require(is_int(self.T) and self.T >= 1, "T", "must be an integer >= 1", self.T)
-        spec = self.spec
-        wait = spec.wait_for(self.K, self.q)
-        rep = spec.replication(self.q, self.mu)
-        sizes = {
-            "wait_for": wait,
-            "replication": rep,
-            "n_batches": math.comb(self.K, rep),
-            "r": self.m * self.K // wait,
-        }
-        for name, val in sizes.items():
-            object.__setattr__(self, name, val)
-        for name, val in spec.code_shape(self).items():
-            object.__setattr__(self, name, val)
+        layout = self.spec.layout
+        wait = layout.wait_for(self.K, self.q)
+        rep = layout.replication(self.q, self.mu)
+        object.__setattr__(self, "wait_for", wait)
+        object.__setattr__(self, "replication", rep)
+        object.__setattr__(self, "n_batches", math.comb(self.K, rep))
+        object.__setattr__(self, "r", self.m * self.K // wait)
+        object.__setattr__(self, "shape", layout.code_shape(self))
 
     # --- names and views -----------------------------------------------------------------
     @property
     def scheme(self) -> str:
         """The scheme's name (``uc``, ``cmr``, ``sc``, ``unified``, ``bdc``, ``lt``)."""
         return self.spec.name
+
+    @property
+    def partitions(self) -> int:
+        """Independent sub-codes: ``T`` (bdc), ``m/q`` stripes (sc), else 1."""
+        return self.shape.partitions
+
+    @property
+    def code_length(self) -> int:
+        """Length ``n`` of each sub-code (``r``, ``r/T``, ``K``; ``m`` for identity)."""
+        return self.shape.code_length
+
+    @property
+    def code_dimension(self) -> int:
+        """Values needed to decode a partition (lt: ``m`` is a lower bound)."""
+        return self.shape.code_dimension
 
     @property
     def mu_q(self) -> int:
@@ -184,4 +204,4 @@ class CodedParams:
         """The field actually used (``auto`` resolved by the scheme)."""
         if self.field != AUTO_FIELD:
             return self.field
-        return self.spec.auto_field(self)
+        return self.spec.code.auto_field(self)

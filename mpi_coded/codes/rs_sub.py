@@ -15,40 +15,38 @@ delay model's "whichever is lower", docs/theory.md (B.6), in seconds):
 
 Both compute the same codewords, so encoding and decoding may take different paths.
 
-The cost rule weighs each path's operation count (:func:`~mpi_coded.codes.rs_fft.fft_encode_ops`,
-:func:`~mpi_coded.codes.rs_fft.fft_decode_ops`,
-:func:`~mpi_coded.codes.rs_fft.generator_encode_ops`,
-:func:`~mpi_coded.codes.rs_fft.generator_decode_ops`) by seconds per operation of its
-kernel, :data:`DEFAULT_SECONDS` (measured on the development machine; a calibration file,
-:mod:`mpi_coded.analysis.calibration`, holds this machine's values) plus a fixed cost per
-call.  :func:`prefer_rs` is the build-time rule of a whole partition shape: the RS code is
-used over GF(2^16) when its FFT beats the generator path for encoding or for decoding;
+The cost rule prices each path as the list of kernel calls it makes
+(:class:`~mpi_coded.codes.work.Work`: :func:`fft_encode_work`, :func:`fft_decode_work`,
+:func:`generator_encode_work`, :func:`generator_decode_work`) with one
+:class:`~mpi_coded.codes.prices.CostTable` (default :data:`~mpi_coded.codes.prices.DEFAULT`,
+the table the runtime decides with) and takes the cheaper; :meth:`RSSubCode.encode_work` /
+:meth:`RSSubCode.decode_work` return the very list that won, so the calibrated model
+prices the calls the rule chose with the same kernels and counts (docs/theory.md (C.4)).
+:func:`prefer_rs` is the build-time rule of a whole partition shape: the RS code is used
+over GF(2^16) when its FFT beats the generator path for encoding or for decoding;
 otherwise the partitions keep the ``[I; Cauchy]`` generator path
 (:class:`mpi_coded.codes.cauchy.CauchyCode`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from mpi_coded.codes import work as W
 from mpi_coded.codes.mds import DecoderCache
-from mpi_coded.codes.rs_fft import (
-    RSCode,
-    fft_decode_ops,
-    fft_encode_ops,
-    generator_encode_ops,
-    warm_up,
-)
-from mpi_coded.codes.work import DEFAULT_SECONDS, THIN_ROWS, seconds
+from mpi_coded.codes.prices import CostTable, Kernel
+from mpi_coded.codes.rs_fft import RSCode, fft_decode_ops, fft_encode_ops, warm_up
+from mpi_coded.codes.work import DEFAULT_SECONDS, THIN_ROWS, Table, seconds
 from mpi_coded.errors import ConfigError, NotDecodable
 from mpi_coded.fields import Field
 
 __all__ = ["DECODERS", "DEFAULT_SECONDS", "ENCODERS", "THIN_ROWS", "RSSubCode",
-           "fft_decode_seconds", "fft_encode_seconds", "generator_decode_seconds",
-           "generator_encode_seconds", "prefer_rs", "seconds"]
+           "choose_decoder", "choose_encoder", "fft_decode_seconds", "fft_decode_work",
+           "fft_encode_seconds", "fft_encode_work", "generator_decode_seconds",
+           "generator_decode_work", "generator_encode_seconds", "generator_encode_work",
+           "prefer_rs", "seconds"]
 
 ENCODERS = ("systematic", "generator", "rs_fft")
 """Encoder names in results (``systematic``: only data rows, copied)."""
@@ -56,56 +54,97 @@ DECODERS = ("systematic", "generator", "rs_fft")
 """Decoder names in results (``systematic``: every data row received, nothing to solve)."""
 
 
+# --- the calls of each path ------------------------------------------------------------------
+def generator_encode_work(field: str, rows: int, k: int, vectors: int,
+                          blocked: bool = False) -> list[W.Work]:
+    """``G[rows] @ message`` (``rows x k`` times ``k x vectors``): one product
+    (:func:`mpi_coded.codes.work.product`: the scalar kernel for at most
+    :data:`THIN_ROWS` rows unless ``blocked``); nothing for no row."""
+    return W.product(field, rows, k, vectors, blocked) if rows > 0 else []
+
+
+def generator_decode_work(field: str, k: int, vectors: int, cached: bool = False
+                          ) -> list[W.Work]:
+    """Decoding ``vectors`` columns by an inverse (computed unless ``cached``) and one
+    product, priced as a blocked one (the rule's own, as it has always priced it)."""
+    inv = [] if cached else W.inverse(field, k)
+    return [*inv, *W.product(field, k, k, vectors, blocked=True)]
+
+
+def fft_encode_work(n: int, k: int, vectors: int) -> list[W.Work]:
+    """The FFT parity of ``vectors`` columns (all ``n - k`` parity rows) and its call."""
+    return [W.Work(Kernel.RS_FFT_ENCODE, fft_encode_ops(n, k, vectors)), W.call()]
+
+
+def fft_decode_work(n: int, k: int, vectors: int) -> list[W.Work]:
+    """FFT erasure decoding of ``vectors`` columns (one pattern) and its call."""
+    return [W.Work(Kernel.RS_FFT_DECODE, fft_decode_ops(n, k, vectors)), W.call()]
+
+
 def generator_encode_seconds(field: str, rows: int, k: int, vectors: int,
-                             table: Mapping[str, float] | None = None,
-                             kernel: str | None = None) -> float:
-    """Seconds of ``G[rows] @ message`` (``rows x k`` times ``k x vectors``) on ``kernel``
-    (``matmul`` or ``thin``; default: ``thin`` for at most :data:`THIN_ROWS` rows; ``thin``
-    also pays ``thin_operand`` per element of ``message``, 0 in the default table)."""
-    if rows <= 0:
-        return 0.0
-    if kernel is None:
-        kernel = "thin" if rows <= THIN_ROWS else "matmul"
-    operand = k * vectors * seconds(f"{field}_thin_operand", table) if kernel == "thin" else 0.0
-    return (generator_encode_ops(rows, k, vectors) * seconds(f"{field}_{kernel}", table)
-            + operand + seconds("call", table))
+                             table: Table = None, blocked: bool = False) -> float:
+    """Seconds of :func:`generator_encode_work` in ``table``."""
+    return W.price(generator_encode_work(field, rows, k, vectors, blocked), table)
 
 
 def generator_decode_seconds(field: str, k: int, vectors: int, cached: bool = False,
-                             table: Mapping[str, float] | None = None) -> float:
-    """Seconds of decoding ``vectors`` columns by an inverse (computed unless ``cached``)."""
-    inv = 0.0 if cached else k**3 * seconds(f"{field}_inverse", table)
-    return inv + k * k * vectors * seconds(f"{field}_matmul", table) + seconds("call", table)
+                             table: Table = None) -> float:
+    """Seconds of :func:`generator_decode_work` in ``table``."""
+    return W.price(generator_decode_work(field, k, vectors, cached), table)
 
 
-def fft_encode_seconds(n: int, k: int, vectors: int,
-                       table: Mapping[str, float] | None = None) -> float:
-    """Seconds of the FFT parity of ``vectors`` columns."""
-    return fft_encode_ops(n, k, vectors) * seconds("rs_fft_encode", table) + seconds("call", table)
+def fft_encode_seconds(n: int, k: int, vectors: int, table: Table = None) -> float:
+    """Seconds of :func:`fft_encode_work` in ``table``."""
+    return W.price(fft_encode_work(n, k, vectors), table)
 
 
-def fft_decode_seconds(n: int, k: int, vectors: int,
-                       table: Mapping[str, float] | None = None) -> float:
-    """Seconds of FFT erasure decoding of ``vectors`` columns (one pattern)."""
-    return fft_decode_ops(n, k, vectors) * seconds("rs_fft_decode", table) + seconds("call", table)
+def fft_decode_seconds(n: int, k: int, vectors: int, table: Table = None) -> float:
+    """Seconds of :func:`fft_decode_work` in ``table``."""
+    return W.price(fft_decode_work(n, k, vectors), table)
+
+
+# --- the rule ------------------------------------------------------------------------------
+def choose_encoder(n: int, k: int, parity_rows: int, vectors: int, table: Table = None
+                   ) -> tuple[str, list[W.Work]]:
+    """``(encoder, calls)`` producing ``parity_rows`` parity rows of ``vectors`` columns
+    of an ``(n, k)`` RS code: ``rs_fft`` (:func:`fft_encode_work`) if it prices lower in
+    ``table`` than ``generator`` (:func:`generator_encode_work` over GF(2^16)), else
+    ``generator``; ``systematic`` and no call for no parity row."""
+    if parity_rows <= 0:
+        return "systematic", []
+    fft = fft_encode_work(n, k, vectors)
+    gen = generator_encode_work("gf2^16", parity_rows, k, vectors)
+    t = CostTable.of(table)
+    return ("rs_fft", fft) if W.price(fft, t) < W.price(gen, t) else ("generator", gen)
+
+
+def choose_decoder(n: int, k: int, vectors: int, cached: bool = False, table: Table = None
+                   ) -> tuple[str, list[W.Work]]:
+    """``(decoder, calls)`` decoding ``vectors`` columns of an ``(n, k)`` RS code from a
+    pattern that erases data rows: ``rs_fft`` (:func:`fft_decode_work`) if it prices lower
+    than ``generator`` (:func:`generator_decode_work`, the inverse left out if
+    ``cached``), else ``generator``."""
+    fft = fft_decode_work(n, k, vectors)
+    gen = generator_decode_work("gf2^16", k, vectors, cached)
+    t = CostTable.of(table)
+    return ("rs_fft", fft) if W.price(fft, t) < W.price(gen, t) else ("generator", gen)
 
 
 def prefer_rs(n: int, k: int, encode_vectors: int, decode_vectors: int,
-              table: Mapping[str, float] | None = None) -> bool:
+              table: Table = None) -> bool:
     """Whether partitions of shape ``(n, k)`` over GF(2^16) use the RS code (FFT paths
-    available) rather than the ``[I; Cauchy]`` generator path: the FFT is cheaper for the
-    parity of ``encode_vectors`` columns (against all ``n - k`` parity rows by generator) or
-    for decoding ``decode_vectors`` columns with all data rows erased that can be.  The
-    generator side is costed as one product of all parity rows (``matmul``), so the
-    shortest codes, whose FFT is a handful of butterflies, keep the ``[I; Cauchy]`` path
-    (measured: the two paths encode them in about the same time)."""
+    available) rather than the ``[I; Cauchy]`` generator path: the FFT is cheaper in
+    ``table`` for the parity of ``encode_vectors`` columns (against all ``n - k`` parity
+    rows by generator) or for decoding ``decode_vectors`` columns with all data rows
+    erased that can be.  The generator side is costed as one blocked product of all parity
+    rows, so the shortest codes, whose FFT is a handful of butterflies, keep the
+    ``[I; Cauchy]`` path (measured: the two paths encode them in about the same time)."""
     if not 1 <= k < n <= 1 << 16:
         return False
-    p = n - k
-    enc = fft_encode_seconds(n, k, encode_vectors, table) < generator_encode_seconds(
-        "gf2^16", p, k, encode_vectors, table, kernel="matmul")
-    dec = fft_decode_seconds(n, k, decode_vectors, table) < generator_decode_seconds(
-        "gf2^16", k, decode_vectors, table=table)
+    t = CostTable.of(table)
+    enc = W.price(fft_encode_work(n, k, encode_vectors), t) < W.price(
+        generator_encode_work("gf2^16", n - k, k, encode_vectors, blocked=True), t)
+    dec = choose_decoder(n, k, decode_vectors, table=t)[0] == "rs_fft"
     return enc or dec
 
 
@@ -114,7 +153,7 @@ class RSSubCode:
     docstring); ``last_encoder`` / ``last_decoder`` name the path of the latest call."""
 
     def __init__(self, field: Field, n: int, k: int,
-                 table: Mapping[str, float] | None = None) -> None:
+                 table: Table = None) -> None:
         if field.name != "gf2^16":
             raise ConfigError("field", "the RS FFT code works over gf2^16", field.name)
         self.field = field
@@ -143,7 +182,7 @@ class RSSubCode:
     # --- encoding ------------------------------------------------------------------------
     def encode_cost(self, parity_rows: int, vectors: int) -> tuple[float, float]:
         """``(fft, generator)`` seconds to produce ``parity_rows`` parity rows of ``vectors``
-        columns."""
+        columns (the prices :func:`choose_encoder` compares)."""
         if parity_rows == 0:
             return 0.0, 0.0
         return (fft_encode_seconds(self.n, self.k, vectors, self.table),
@@ -151,19 +190,15 @@ class RSSubCode:
 
     def encode_work(self, positions: Sequence[int] | np.ndarray, vectors: int
                     ) -> tuple[str, list[W.Work]]:
-        """``(encoder, calls)`` of :meth:`encode_rows` on ``vectors`` columns: data rows
-        copied; parity rows by the FFT (all ``n - k`` of them) or by their generator rows,
-        whichever the cost rule finds cheaper (``systematic``: no parity row)."""
+        """``(encoder, calls)`` of :meth:`encode_rows` on ``vectors`` columns: the coded
+        rows written out (a copy), and the calls of the path :func:`choose_encoder` picks
+        with this code's table: the FFT parity (all ``n - k`` rows), one generator product
+        of the wanted parity rows, or nothing (``systematic``: no parity row; then one
+        sub-code call)."""
         pos = np.asarray(positions, dtype=np.int64)
-        work = [W.call(), W.copy(len(pos) * vectors)]
-        par = pos[pos >= self.k]
-        if len(par) == 0:
-            return "systematic", work
-        fft, gen = self.encode_cost(len(np.unique(par)), vectors)
-        if fft < gen:
-            return "rs_fft", [*work, W.Work("rs_fft_encode", fft_encode_ops(self.n, self.k,
-                                                                             vectors))]
-        return "generator", [*work, *W.product("gf2^16", len(par), self.k, vectors)]
+        par = np.unique(pos[pos >= self.k])
+        name, calls = choose_encoder(self.n, self.k, len(par), vectors, self.table)
+        return name, [W.copy(len(pos) * vectors), *(calls or [W.call()])]
 
     def parity_rows(self, message: np.ndarray, which: np.ndarray, out: np.ndarray,
                     into: np.ndarray, chunk: int = 2048) -> None:
@@ -192,28 +227,26 @@ class RSSubCode:
         return out
 
     # --- decoding ------------------------------------------------------------------------
+    def _cached(self, key: Sequence[int]) -> bool:
+        return self._decoders is not None and list(key) in self._decoders
+
     def decode_cost(self, positions: Sequence[int], vectors: int) -> tuple[float, float]:
-        """``(fft, generator)`` seconds to decode ``vectors`` columns from ``positions``."""
-        key = tuple(sorted(int(x) for x in positions))
-        cached = self._decoders is not None and key in self._decoders
+        """``(fft, generator)`` seconds to decode ``vectors`` columns from ``positions``
+        (the prices :func:`choose_decoder` compares)."""
+        key = sorted(int(x) for x in positions)
         return (fft_decode_seconds(self.n, self.k, vectors, self.table),
-                generator_decode_seconds("gf2^16", self.k, vectors, cached, self.table))
+                generator_decode_seconds("gf2^16", self.k, vectors, self._cached(key),
+                                         self.table))
 
     def decode_work(self, positions: Sequence[int], vectors: int) -> tuple[str, list[W.Work]]:
         """``(decoder, calls)`` of :meth:`decode` from the sorted ``positions`` on ``vectors``
-        columns: nothing for the data rows themselves; else the FFT decoder or a cached
-        inverse (computed first if new) and a product, whichever the cost rule finds
-        cheaper."""
+        columns: nothing for the data rows themselves; else the calls of the path
+        :func:`choose_decoder` picks with this code's table (the FFT decoder, or a cached
+        inverse, computed first if new, and a product)."""
         key = [int(x) for x in positions]
         if key and key[-1] < self.k:
             return "systematic", [W.call(), W.copy(self.k * vectors)]
-        fft, gen = self.decode_cost(key, vectors)
-        if fft < gen:
-            return "rs_fft", [W.call(), W.Work("rs_fft_decode",
-                                               fft_decode_ops(self.n, self.k, vectors))]
-        cached = self._decoders is not None and key in self._decoders
-        inv = [] if cached else W.inverse("gf2^16", self.k)
-        return "generator", [*inv, *W.product("gf2^16", self.k, self.k, vectors)]
+        return choose_decoder(self.n, self.k, vectors, self._cached(key), self.table)
 
     def decode(self, positions: Sequence[int] | np.ndarray, values: np.ndarray) -> np.ndarray:
         """The ``k x w`` message from ``k`` coded values (``values[j]`` is row

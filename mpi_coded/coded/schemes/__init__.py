@@ -1,58 +1,58 @@
 """The coded schemes, one object each, and the registry that names them.
 
-=========== ============================================ ===================
-name        object                                       module
-=========== ============================================ ===================
-``uc``      :class:`~.uc.Uncoded`                         :mod:`.uc`
-``cmr``     :class:`~.cmr.CodedMapReduce`                 :mod:`.cmr`
-``sc``      :class:`~.sc.StragglerCoding`                 :mod:`.sc`
-``unified`` :class:`~.unified.Unified`                    :mod:`.unified`
-``bdc``     :class:`~.bdc.BlockDiagonal`                  :mod:`.bdc`
-``lt``      :class:`~.lt.LTScheme`                        :mod:`.lt`
-=========== ============================================ ===================
+=========== ===================== ====================================================
+name        object                its parts (layout, code, loads, delay)
+=========== ===================== ====================================================
+``uc``      :data:`.uc.UC`         ``UncodedLayout``, ``IDENTITY_CODE``, ``UncodedLoad``,
+                                   ``UncodedTerms``
+``cmr``     :data:`.cmr.CMR`       ``IdentityLayout``, ``IDENTITY_CODE``,
+                                   ``CodedMapReduceLoad``, ``UncodedTerms``
+``sc``      :data:`.sc.SC`         ``StripedLayout``, ``MDS_CODE``, ``StragglerCodingLoad``,
+                                   ``StripedTerms``
+``unified`` :data:`.unified.UNIFIED` the defaults: ``BatchLayout``, ``MDS_CODE``,
+                                   ``UnifiedLoadRule``, ``DenseTerms``
+``bdc``     :data:`.bdc.BDC`       ``BlockDiagonalLayout``, ``MDS_CODE``, ``NoClosedForm``,
+                                   ``BlockDiagonalTerms``; compares strategies
+``lt``      :data:`.lt.LT_SCHEME`  ``LTLayout``, ``LTCodeRules``, ``LTLoad``, ``LTTerms``
+=========== ===================== ====================================================
 
-Every scheme is a :class:`~mpi_coded.coded.schemes.base.Scheme`; the rest of
-the package asks it, never its name.  To add one: a module here with a
-subclass, and a line in :data:`REGISTRY`.
+Every scheme is a :class:`~mpi_coded.coded.schemes.base.Scheme` composed of a layout
+(:mod:`.layout`), a code rule (:mod:`.code_rules`), a load rule (:mod:`.load_rules`)
+and delay terms (:mod:`.delay_terms`); the rest of the package asks it, never its
+name.  To add one: a module here building its ``Scheme``, and a line below
+registering it in :data:`REGISTRY` (:mod:`.registry`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from mpi_coded.coded.params import AUTO_FIELD, CodedParams
 from mpi_coded.coded.schemes.base import ModelTerms, Scheme
-from mpi_coded.coded.schemes.bdc import BlockDiagonal
-from mpi_coded.coded.schemes.cmr import CodedMapReduce
-from mpi_coded.coded.schemes.lt import LTScheme
-from mpi_coded.coded.schemes.sc import StragglerCoding
-from mpi_coded.coded.schemes.uc import Uncoded
-from mpi_coded.coded.schemes.unified import Unified
-from mpi_coded.errors import ConfigError
+from mpi_coded.coded.schemes.bdc import BDC
+from mpi_coded.coded.schemes.cmr import CMR
+from mpi_coded.coded.schemes.lt import LT_SCHEME
+from mpi_coded.coded.schemes.registry import REGISTRY, Registry
+from mpi_coded.coded.schemes.sc import SC
+from mpi_coded.coded.schemes.uc import UC
+from mpi_coded.coded.schemes.unified import UNIFIED
 
-REGISTRY: Mapping[str, Scheme] = MappingProxyType({s.name: s for s in (
-    Uncoded(), CodedMapReduce(), StragglerCoding(), Unified(), BlockDiagonal(), LTScheme())})
-"""Scheme name -> scheme object, in command-line order."""
+for _scheme in (UC, CMR, SC, UNIFIED, BDC, LT_SCHEME):
+    REGISTRY.register(_scheme)
 
 SCHEMES: tuple[str, ...] = tuple(REGISTRY)
-"""Scheme names, as on the command line."""
+"""The built-in schemes' names, as on the command line."""
 
 
 def get(name: str) -> Scheme:
-    """The scheme called ``name``; ConfigError (``scheme``) if there is none."""
-    scheme = REGISTRY.get(name) if isinstance(name, str) else None
-    if scheme is None:
-        raise ConfigError("scheme", f"must be one of {', '.join(SCHEMES)}", name)
-    return scheme
+    """The registered scheme called ``name``; ConfigError (``scheme``) if there is none."""
+    return REGISTRY.lookup(name)
 
 
 def names(**flags: bool) -> tuple[str, ...]:
-    """Names of the schemes whose attributes match ``flags``, e.g.
+    """Names of the registered schemes whose attributes match ``flags``, e.g.
     ``names(closed_form_load=True)`` (the ``load`` command's choices)."""
-    return tuple(n for n, s in REGISTRY.items()
-                 if all(getattr(s, k) == v for k, v in flags.items()))
+    return REGISTRY.names(**flags)
 
 
 def coded_params(scheme: str, K: Any, q: Any, mu: Any, rows_per_batch: Any, n: Any, N: Any,
@@ -61,4 +61,5 @@ def coded_params(scheme: str, K: Any, q: Any, mu: Any, rows_per_batch: Any, n: A
     return get(scheme).params(K, q, mu, rows_per_batch, n, N, T, field)
 
 
-__all__ = ["REGISTRY", "SCHEMES", "ModelTerms", "Scheme", "coded_params", "get", "names"]
+__all__ = ["REGISTRY", "SCHEMES", "ModelTerms", "Registry", "Scheme", "coded_params", "get",
+           "names"]

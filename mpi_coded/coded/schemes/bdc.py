@@ -13,21 +13,22 @@ and ``Q`` (:mod:`mpi_coded.analysis.bdc_load`): no closed form.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
-from mpi_coded.analysis.delay import Ops, encode_ops, rs_decode_cost
-from mpi_coded.analysis.loads import UnifiedLoad, check_reference
+from mpi_coded.analysis.delay import DelayCosts, Ops, encode_ops
 from mpi_coded.coded.assignment import (
     batch_partition_rows,
     check_assignment,
     heuristic_assignment,
 )
 from mpi_coded.coded.code import CodeLayout
-from mpi_coded.coded.params import CodedParams
-from mpi_coded.coded.schemes.base import DEFAULT_CONVENTION, Convention, ModelTerms, Scheme
-from mpi_coded.errors import ConfigError, require
+from mpi_coded.coded.params import CodedParams, CodeShape
+from mpi_coded.coded.schemes.base import Scheme
+from mpi_coded.coded.schemes.delay_terms import DenseTerms
+from mpi_coded.coded.schemes.layout import BatchLayout, check_equal_batches
+from mpi_coded.coded.schemes.load_rules import NoClosedForm
+from mpi_coded.errors import require
 
 MAX_CELLS = 20_000_000
 """Largest ``C(K, mu q) * max(T, K)`` (cells of ``P`` and of the batch membership)."""
@@ -42,17 +43,15 @@ def check_size(p: CodedParams) -> CodedParams:
     return p
 
 
-class BlockDiagonal(Scheme):
-    name = "bdc"
-    summary = "block-diagonal code: T partitions, each an (r/T, m/T) MDS code"
+class BlockDiagonalLayout(BatchLayout):
+    """The unified batches, ``T`` contiguous ``(r/T, m/T)`` partitions; batch ``b`` holds
+    ``P[b, t]`` rows of partition ``t``."""
+
     partitioned = True
     takes_assignment = True
-    compares_strategies = True
-    closed_form_load = False
-    authors_fft_encode = False
 
-    def code_shape(self, p: CodedParams) -> dict[str, int]:
-        return {"partitions": p.T, "code_length": p.r // p.T, "code_dimension": p.m // p.T}
+    def code_shape(self, p: CodedParams) -> CodeShape:
+        return CodeShape(partitions=p.T, code_length=p.r // p.T, code_dimension=p.m // p.T)
 
     def check_partitions(self, p: CodedParams) -> None:
         """``T`` divides ``m`` and ``r``."""
@@ -61,15 +60,12 @@ class BlockDiagonal(Scheme):
 
     def check_model_sizes(self, p: CodedParams) -> None:
         """Equal batches (the model reads ``P``)."""
-        self.check_equal_batches(p)
-
-    def check_model_extra(self, p: CodedParams, eps: float | None, c: float,
-                          delta: float) -> None:
-        check_size(p)
+        check_equal_batches(p)
 
     def batch_rows(self, p: CodedParams, layout: CodeLayout, assignment: np.ndarray | None
                    ) -> tuple[tuple[tuple[int, ...], ...], np.ndarray]:
-        """Batch ``b`` takes, partition by partition, the next ``P[b, t]`` rows of ``t``."""
+        """Batch ``b`` takes, partition by partition, the next ``P[b, t]`` rows of ``t``
+        (``P``: ``assignment``, default the heuristic)."""
         if assignment is None:
             P = heuristic_assignment(p.n_batches, p.rows_per_batch, p.T)
         else:
@@ -78,27 +74,37 @@ class BlockDiagonal(Scheme):
         rows = tuple(tuple(r for part in per[b] for r in part) for b in range(p.n_batches))
         return rows, P
 
-    def load(self, K: int, q: int, mu: Any) -> UnifiedLoad:
-        check_reference(K, q, mu)
-        raise ConfigError("scheme", "bdc has no closed-form load (it depends on P and Q); "
-                          "use shuffle.average_load", self.name)
 
-    def literal_load(self, K: int, q: int, mu: Any) -> Fraction:
-        return self.load(K, q, mu).load
+class BlockDiagonalTerms(DenseTerms):
+    """``m/T`` products per coded row (or the FFT, :meth:`encode`), ``T`` RS codes of
+    length ``r/T`` per output (the authors' conventions: Berlekamp-Massey); servers
+    waited for and load come from ``P`` (:mod:`mpi_coded.analysis.bdc_load`)."""
 
-    def model_terms(self, p: CodedParams, eps: float | None, c: float, delta: float,
-                    sa: float, sm: float, conv: Convention = DEFAULT_CONVENTION
-                    ) -> ModelTerms:
-        """``m/T`` products per coded row (or the FFT, :meth:`encode_terms`), ``T`` RS codes
-        of length ``r/T`` per output (the authors' conventions: Berlekamp-Massey); servers
-        waited for and load come from ``P`` (:mod:`mpi_coded.analysis.bdc_load`)."""
-        rows = self.model_rows(p)
-        cost, decoder = rs_decode_cost(p.r / p.T, p.T, 1.0 - p.q / p.K, sa, sm,
-                                       "bm" if conv.authors else None, conv.c_add)
-        enc, encoder = self.encode_terms(p, sa, sm, conv)
-        return ModelTerms(rows=rows, encode=enc, decode_per_output=cost, decoder=decoder,
-                          servers_needed=None, load=None, encoder=encoder)
+    authors_fft_encode = False
 
-    def encode_cost(self, p: CodedParams, conv: Convention = DEFAULT_CONVENTION) -> Ops:
+    def check_setting(self, p: CodedParams, eps: float | None, c: float,
+                      delta: float) -> None:
+        """``P`` fits in memory (:func:`check_size`)."""
+        check_size(p)
+
+    def servers_needed(self, p: CodedParams) -> dict[int, float] | None:
+        return None
+
+    def load(self, p: CodedParams) -> Fraction | float | None:
+        return None
+
+    def generator_ops(self, p: CodedParams, costs: DelayCosts) -> Ops:
         """``m/T`` nonzeros per coded row (eq. (8))."""
-        return encode_ops(self.model_rows(p), p.m / p.T, p.n)
+        return encode_ops(self.rows(p), p.m / p.T, p.n)
+
+    def decode(self, p: CodedParams, costs: DelayCosts) -> tuple[float, str | None]:
+        return costs.rs_decode(p.r / p.T, p.T, 1.0 - p.q / p.K,
+                               "bm" if costs.conv.authors else None)
+
+
+BDC = Scheme(
+    "bdc", "block-diagonal code: T partitions, each an (r/T, m/T) MDS code",
+    layout=BlockDiagonalLayout(),
+    loads=NoClosedForm("bdc has no closed-form load (it depends on P and Q); "
+                       "use shuffle.average_load", "bdc"),
+    delay=BlockDiagonalTerms(), compares_strategies=True)

@@ -1,7 +1,7 @@
 """Scheme ``lt``: LT-coded storage in the unified batch layout (docs/theory.md (B.5); the BDC
 paper, Sec. VI).
 
-The scheme object :class:`LTScheme` plugs :mod:`mpi_coded.codes.lt` (the code
+The scheme object :data:`LT_SCHEME` plugs :mod:`mpi_coded.codes.lt` (the code
 itself: robust Soliton degrees, sparse encoding, peeling with inactivation)
 into the scheme-agnostic functions the MPI runtime calls (``build_placement``,
 ``build_code``, ``map_phase_done``/``map_end``, ``shuffle_plan``).  Design:
@@ -37,12 +37,12 @@ into the scheme-agnostic functions the MPI runtime calls (``build_placement``,
   overhead.  Each batch's rows come from one holder, the one with the fewest
   unicast values so far (ties: earliest finisher).  ``decode_rows`` is ``R``
   plus the unicast rows: every value the reducer holds for its outputs.
-* **Load** -- :meth:`LTScheme.load` is the unified ``L(q)``, a lower bound:
+* **Load** -- the scheme's load (:class:`LTLoad`) is the unified ``L(q)``, a lower bound:
   the measured LT load exceeds it by ``w`` values per overhead row a reducer
   receives beyond ``m - |R|`` (``w = N / q``), i.e. by the extra unicasts.  The
   model's load is :func:`mpi_coded.analysis.loads.lt_load` (reducers needing
   ``(1 + eps) m`` values).
-* **Validation** (:meth:`LTScheme.check_job_extra`): ``T = 1``; ``q < K`` (with
+* **Validation** (:meth:`LTCodeRules.check_job`): ``T = 1``; ``q < K`` (with
   ``q = K``, ``r = m``: no spare rows); ``r <= LT_MAX_ROWS``; the full code
   (all ``r`` rows) decodes, else ``rows_per_batch`` is too small.
 """
@@ -56,16 +56,19 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from mpi_coded.analysis.delay import Ops, encode_ops
+from mpi_coded.analysis.delay import DelayCosts, Ops, encode_ops
 from mpi_coded.analysis.loads import lt_load
 from mpi_coded.coded.code import Code, CodeLayout
 from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import Placement, server_rows
-from mpi_coded.coded.schemes.base import DEFAULT_CONVENTION, Convention, ModelTerms, Scheme
+from mpi_coded.coded.schemes.base import Scheme
+from mpi_coded.coded.schemes.delay_terms import ModelTerms
+from mpi_coded.coded.schemes.layout import BatchLayout, check_equal_batches
+from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 from mpi_coded.coded.shuffle import UnicastBook
 from mpi_coded.codes import lt
 from mpi_coded.errors import ConfigError, require
-from mpi_coded.fields import Field, get_field
+from mpi_coded.fields import Field
 
 LT_C = lt.DEFAULT_C
 """Robust Soliton ``c`` of the scheme's code."""
@@ -92,8 +95,8 @@ def _code(m: int, r: int, field: str, seed: int) -> lt.LTCode:
 
 def scheme_code(params: CodedParams, field: str | None = None) -> lt.LTCode:
     """The scheme's ``Psi_LT`` over ``field`` (default ``params.field_name``); cached."""
-    require(isinstance(params.spec, LTScheme), "scheme", "an LT code exists only for scheme lt",
-            params.scheme)
+    require(isinstance(params.spec.code, LTCodeRules), "scheme",
+            "an LT code exists only for scheme lt", params.scheme)
     name = field or params.field_name
     return _code(params.m, params.r, name, lt_seed(params, name))
 
@@ -218,14 +221,26 @@ class LTJobCode(Code):
         return self.lt.decode(list(rows), values)
 
 
-class LTScheme(Scheme):
-    name = "lt"
-    summary = "LT code in the unified batch layout, decoded by peeling with inactivation"
-    closed_form_load = False
-    mds_code = False
+class LTLayout(BatchLayout):
+    """The unified layout; an analytic setting needs whole batches (the model counts
+    stored rows)."""
+
+    def check_model_sizes(self, p: CodedParams) -> None:
+        """Equal batches (:func:`~mpi_coded.coded.schemes.layout.check_equal_batches`)."""
+        check_equal_batches(p)
+
+
+class LTCodeRules:
+    """The seeded LT code: decodable when the rows held determine ``A`` (an exact rank
+    test), unicasts by :func:`lt_unicasts`; no MDS code, so ``auto`` is gf2^8."""
+
+    mds = False
     cover_rule = " to decode the LT code"
 
-    def check_job_extra(self, p: CodedParams) -> None:
+    def auto_field(self, p: CodedParams) -> str:
+        return "gf2^8"
+
+    def check_job(self, p: CodedParams) -> None:
         """``q < K``, ``r <= LT_MAX_ROWS`` and the seeded code decodes from all its rows."""
         require(p.q < p.K, "q",
                 f"scheme lt needs q < K = {p.K}: with q = K there are only r = m coded rows "
@@ -239,13 +254,15 @@ class LTScheme(Scheme):
                 f"(seed {lt_seed(p)}) do not determine the m = {p.m} rows of A (an unlucky "
                 "draw, likelier for short codes): use more rows per batch", p.rows_per_batch)
 
-    def build_code(self, p: CodedParams, field: Field | None = None) -> Code:
-        """The seeded code over ``p.field_name``: ``field`` must be that field (the map end
+    def model_length(self, p: CodedParams) -> int | None:
+        return None
+
+    def build(self, p: CodedParams, f: Field, layout: CodeLayout) -> Code:
+        """The seeded code over ``p.field_name``: ``f`` must be that field (the map end
         and the shuffle plan decide decodability with the code over it)."""
-        f = field or get_field(p.field_name)
         require(f.name == p.field_name, "field",
                 f"the lt plan is decided over {p.field_name}: build the code over it", f.name)
-        return LTJobCode(self.code_layout(p), f, scheme_code(p))
+        return LTJobCode(layout, f, scheme_code(p))
 
     def covered(self, placement: Placement, finished: Sequence[int]) -> bool:
         """Whether the finishers' stored rows together decode."""
@@ -255,13 +272,20 @@ class LTScheme(Scheme):
                      ) -> tuple[list[int], list[int]]:
         return lt_unicasts(book, idx, known)
 
-    # --- the model -----------------------------------------------------------------------
-    def check_model_sizes(self, p: CodedParams) -> None:
-        """Equal batches (the model counts stored rows)."""
-        self.check_equal_batches(p)
 
-    def check_model_extra(self, p: CodedParams, eps: float | None, c: float,
-                          delta: float) -> None:
+class LTLoad(UnifiedLoadRule):
+    """The unified ``L(q)``: a lower bound (module docstring)."""
+
+    closed_form = False
+
+
+class LTTerms:
+    """Mean-degree encoding; peeling costs one product and one addition per edge of
+    ``ceil(m (1 + eps))`` rows; waits for the first ``g`` holding that many rows; load
+    :func:`~mpi_coded.analysis.loads.lt_load`."""
+
+    def check_setting(self, p: CodedParams, eps: float | None, c: float,
+                      delta: float) -> None:
         """``m <= LT_MAX_M``, ``c > 0``, ``0 < delta < 1``, ``eps >= 0``, ``m (1 + eps) <= r``."""
         require(p.m <= LT_MAX_M, "m", f"the LT degree distribution needs m <= {LT_MAX_M}",
                 p.m)
@@ -279,7 +303,8 @@ class LTScheme(Scheme):
             return float(eps)
         return lt.design_overhead(p.m, c, delta)
 
-    def servers_needed(self, p: CodedParams, eps: float) -> int:
+    @staticmethod
+    def servers_needed(p: CodedParams, eps: float) -> int:
         """First ``g >= q`` whose stored rows number ``>= ceil(m (1 + eps))`` (batch layout)."""
         need = math.ceil(p.m * (1 + eps))
         for g in range(p.q, p.K + 1):
@@ -288,23 +313,25 @@ class LTScheme(Scheme):
                 return g
         raise ConfigError("eps", "even all K servers do not hold m (1 + eps) coded rows", eps)
 
-    def model_terms(self, p: CodedParams, eps: float | None, c: float, delta: float,
-                    sa: float, sm: float, conv: Convention = DEFAULT_CONVENTION
-                    ) -> ModelTerms:
-        """Mean-degree encoding; peeling costs one product and one addition per edge of
-        ``ceil(m (1 + eps))`` rows; waits for the first ``g`` holding that many rows;
-        load :func:`~mpi_coded.analysis.loads.lt_load`."""
+    def terms(self, p: CodedParams, eps: float | None, c: float, delta: float,
+              costs: DelayCosts) -> ModelTerms:
         e = self.overhead(p, eps, c, delta)
-        rows = self.model_rows(p)
+        rows = float(p.mu_eff * p.m)
         dbar = lt.mean_degree(p.m, c, delta)
         edges = math.ceil(p.m * (1 + e)) * dbar
         enc: Ops = encode_ops(rows, dbar, p.n)
-        return ModelTerms(rows=rows, encode=enc, decode_per_output=Ops(edges, edges).cost(sa, sm),
+        return ModelTerms(rows=rows, encode=enc, decode_per_output=costs.cost(Ops(edges, edges)),
                           decoder="peeling", servers_needed={self.servers_needed(p, e): 1.0},
                           load=lt_load(p.K, p.q, p.mu, e), eps=e, encoder="generator")
 
 
+LT_SCHEME = Scheme(
+    "lt", "LT code in the unified batch layout, decoded by peeling with inactivation",
+    layout=LTLayout(), code=LTCodeRules(), loads=LTLoad(), delay=LTTerms())
+
+
 __all__ = [
-    "LT_C", "LT_DELTA", "LTJobCode", "LTScheme", "finishers_decode", "full_code_decodes",
+    "LT_C", "LT_DELTA", "LT_SCHEME", "LTCodeRules", "LTJobCode", "LTLayout", "LTLoad", "LTTerms",
+    "finishers_decode", "full_code_decodes",
     "lt_seed", "lt_unicasts", "scheme_code", "stored_rows", "unicast_count",
 ]

@@ -10,23 +10,26 @@ servers decode; load ``1 - 1/q``.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
-from mpi_coded.analysis.delay import Ops, encode_ops, rs_decode_cost
-from mpi_coded.analysis.loads import check_reference
+from mpi_coded.analysis.delay import DelayCosts, Ops, encode_ops
+from mpi_coded.analysis.loads import UnifiedLoad
 from mpi_coded.coded.code import CodeLayout, striped_layout
-from mpi_coded.coded.params import CodedParams
-from mpi_coded.coded.schemes.base import DEFAULT_CONVENTION, Convention, Scheme
+from mpi_coded.coded.params import CodedParams, CodeShape
+from mpi_coded.coded.schemes.base import Scheme
+from mpi_coded.coded.schemes.delay_terms import DenseTerms
+from mpi_coded.coded.schemes.layout import BatchLayout
+from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 
 
-class StragglerCoding(Scheme):
-    name = "sc"
-    summary = "straggler coding: a (K, q) MDS code per stripe, one coded block per server"
-    single_copy = True
-    authors_fft_encode = False
+class StripedLayout(BatchLayout):
+    """``m/q`` strided ``(K, q)`` codes; server ``k`` stores coded block ``k`` alone."""
 
-    def code_shape(self, p: CodedParams) -> dict[str, int]:
-        return {"partitions": p.m // p.q, "code_length": p.K, "code_dimension": p.q}
+    def replication(self, q: int, mu: Fraction) -> int:
+        """``1``."""
+        return 1
+
+    def code_shape(self, p: CodedParams) -> CodeShape:
+        return CodeShape(partitions=p.m // p.q, code_length=p.K, code_dimension=p.q)
 
     def code_layout(self, p: CodedParams) -> CodeLayout:
         return striped_layout(p.m, p.K, p.q)
@@ -34,20 +37,30 @@ class StragglerCoding(Scheme):
     def check_model_sizes(self, p: CodedParams) -> None:
         """The model of sc takes any ``m``."""
 
-    def literal_load(self, K: int, q: int, mu: Any) -> Fraction:
-        """``1 - 1/q``."""
-        check_reference(K, q, mu)
-        return 1 - Fraction(1, q)
 
-    def encode_cost(self, p: CodedParams, conv: Convention = DEFAULT_CONVENTION) -> Ops:
+class StripedTerms(DenseTerms):
+    """``q`` products per coded row; ``m/q`` RS codes of length ``K`` per output."""
+
+    authors_fft_encode = False
+
+    def generator_ops(self, p: CodedParams, costs: DelayCosts) -> Ops:
         """``q`` nonzeros per coded row, for the ``m/q`` rows stored (the authors'
         conventions: ``mu m`` rows, the unified ``mu q`` factor kept)."""
-        rows = float(p.mu * p.m) if conv.authors else self.model_rows(p)
+        rows = float(p.mu * p.m) if costs.conv.authors else self.rows(p)
         return encode_ops(rows, p.q, p.n)
 
-    def decode_cost(self, p: CodedParams, sa: float, sm: float,
-                    conv: Convention = DEFAULT_CONVENTION) -> tuple[float, str | None]:
+    def decode(self, p: CodedParams, costs: DelayCosts) -> tuple[float, str | None]:
         """``m/q`` RS codes of length ``K`` per output (the authors' conventions:
         Berlekamp-Massey)."""
-        return rs_decode_cost(p.K, p.m / p.q, 1.0 - p.q / p.K, sa, sm,
-                              "bm" if conv.authors else None, conv.c_add)
+        return costs.rs_decode(p.K, p.m / p.q, 1.0 - p.q / p.K,
+                               "bm" if costs.conv.authors else None)
+
+
+class StragglerCodingLoad(UnifiedLoadRule):
+    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
+        """``1 - 1/q``."""
+        return 1 - Fraction(1, q)
+
+
+SC = Scheme("sc", "straggler coding: a (K, q) MDS code per stripe, one coded block per server",
+            layout=StripedLayout(), loads=StragglerCodingLoad(), delay=StripedTerms())

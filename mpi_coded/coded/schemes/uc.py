@@ -3,46 +3,66 @@
 ``A`` is cut into ``K`` blocks of ``m/K`` rows, block ``k`` on server ``k``
 alone; the map phase waits for all ``K`` servers and every reducer receives the
 other ``m - m/K`` rows for its outputs: load ``1 - 1/K``.  No encoding, no
-decoding.  :class:`IdentityScheme` is what uc and cmr share: ``Psi = I``.
+decoding.  What uc and cmr share (``Psi = I``): :class:`IdentityLayout`,
+:data:`~mpi_coded.coded.schemes.code_rules.IDENTITY_CODE` and :class:`UncodedTerms`.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
-from mpi_coded.analysis.delay import Ops
-from mpi_coded.analysis.loads import check_reference
-from mpi_coded.coded.params import CodedParams
-from mpi_coded.coded.schemes.base import DEFAULT_CONVENTION, Convention, Scheme
+from mpi_coded.analysis.delay import DelayCosts, Ops
+from mpi_coded.analysis.loads import UnifiedLoad
+from mpi_coded.coded.params import CodedParams, CodeShape
+from mpi_coded.coded.schemes.base import Scheme
+from mpi_coded.coded.schemes.code_rules import IDENTITY_CODE
+from mpi_coded.coded.schemes.delay_terms import DenseTerms
+from mpi_coded.coded.schemes.layout import BatchLayout
+from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 
 
-class IdentityScheme(Scheme):
-    """Uncoded storage (``Psi = I_m``): one partition needing all ``m`` rows."""
+class IdentityLayout(BatchLayout):
+    """Uncoded storage in ``C(K, mu q)`` batches (cmr): one partition needing all ``m``
+    rows; the map phase waits for all ``K`` servers."""
 
     waits_for_all = True
-    mds_code = False
 
-    def code_shape(self, p: CodedParams) -> dict[str, int]:
-        return {"partitions": 1, "code_length": p.m, "code_dimension": p.m}
+    def wait_for(self, K: int, q: int) -> int:
+        """``K``."""
+        return K
+
+    def code_shape(self, p: CodedParams) -> CodeShape:
+        """The identity: length and dimension ``m``."""
+        return CodeShape(partitions=1, code_length=p.m, code_dimension=p.m)
 
     def check_model_sizes(self, p: CodedParams) -> None:
         """The model of uncoded storage takes any ``m``."""
 
-    def encode_cost(self, p: CodedParams, conv: Convention = DEFAULT_CONVENTION) -> Ops:
+
+class UncodedLayout(IdentityLayout):
+    """uc: ``K`` blocks, one per server."""
+
+    def replication(self, q: int, mu: Fraction) -> int:
+        """``1``."""
+        return 1
+
+
+class UncodedTerms(DenseTerms):
+    """Nothing to encode or decode."""
+
+    def generator_ops(self, p: CodedParams, costs: DelayCosts) -> Ops:
         return Ops(0.0, 0.0)
 
-    def decode_cost(self, p: CodedParams, sa: float, sm: float,
-                    conv: Convention = DEFAULT_CONVENTION) -> tuple[float, str | None]:
+    def decode(self, p: CodedParams, costs: DelayCosts) -> tuple[float, str | None]:
         return 0.0, None
 
 
-class Uncoded(IdentityScheme):
-    name = "uc"
-    summary = "uncoded: K blocks, one per server; waits for all K"
-    single_copy = True
-
-    def literal_load(self, K: int, q: int, mu: Any) -> Fraction:
+class UncodedLoad(UnifiedLoadRule):
+    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
         """``1 - 1/K``."""
-        check_reference(K, q, mu)
         return 1 - Fraction(1, K)
+
+
+UC = Scheme("uc", "uncoded: K blocks, one per server; waits for all K",
+            layout=UncodedLayout(), code=IDENTITY_CODE, loads=UncodedLoad(),
+            delay=UncodedTerms())

@@ -112,7 +112,7 @@ def collect(links: Peers, machines: Sequence[int], att: Attempt, *, soft: float,
         h, payload = msg
         _check_answer(links, h)
         if (h.step, attempt_of(h)) < key:
-            links.dropped += 1
+            links.drop()
             on_late(h, payload)
         elif (h.step, attempt_of(h)) != key:
             raise P.WireError(f"{h.kind.name} for step {h.step} from {links.name([h.source])} "
@@ -134,7 +134,7 @@ def drain(links: Peers, machines: Sequence[int], before: tuple[int, int],
             if (h.step, attempt_of(h)) >= before:
                 raise P.WireError(f"{h.kind.name} for step {h.step} from "
                                   f"{links.name([h.source])} arrived between steps")
-            links.dropped += 1
+            links.drop()
             on_late(h, payload)
 
 

@@ -11,7 +11,7 @@ from mpi_coded.runtime.core.run import launch
 
 def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
         first: int = 1) -> int:
-    check_steps(faults, len(cfg.availability()))  # bad input: before any MPI traffic
+    check_steps(faults, len(cfg.available_sets()))  # bad input: before any MPI traffic
     return launch(cfg.world_size,
                   f"N+1 = {cfg.world_size} (a master and N={cfg.N} machines)",
                   cfg.wait,

@@ -25,7 +25,10 @@ gives its new range and the moves involving it: it sends the rows it gives
 away (ROWS, straight from its store) to their new owners, receives the rows it
 takes over (from other machines or the master), keeps the overlap, and
 acknowledges.  IDLE drops the store (a preempted machine's memory is
-reclaimed).  TASK ranges are then rows of ``X``.
+reclaimed).  TASK ranges are then rows of ``X``.  With ``workload = "linreg"``
+the second product of a step (wire step ``2t``) is this machine's part of
+``X^T z``: ``X[a:b]^T z[a:b]`` on the rows it stores (VECTOR carries ``z[a:b]``),
+one RESULT of ``cols`` entries that the master adds up.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ class Machine:
         self.rank = comm.Get_rank()
         self.field = get_field(cfg.field)
         self.master = MasterLink(comm)
-        self.schedule = cfg.availability()
+        self.schedule = cfg.available_sets()
         self.pending: deque[Msg] = deque()
         self.out = self.field.zeros(cfg.rows_per_block)
         self.block = self.field.zeros((0, cfg.cols))  # coded block, or uncoded rows of X
@@ -69,6 +72,10 @@ class Machine:
         self.per_step = 2 if cfg.workload == "linreg" else 1
         self.blocks: list[np.ndarray] = []  # linreg: [block of X, block of X^T]
         self._speed: tuple[int, float] = (-1, 1.0)  # (step, speed) cache of speed()
+        self.idle_clock = IdleClock()
+        self.idle_steps: list[int] = []  # steps this machine idled
+        self.rows_done: dict[int, int] = {}  # rows computed per step
+        self.acc = self.field.zeros(cfg.cols)  # uncoded linreg: the part of X^T z
 
     def real_step(self, vstep: int) -> int:
         """The job's step of a wire step (linreg: two wire steps per step)."""
@@ -110,6 +117,15 @@ class Machine:
     def product(self, a: int, b: int, off: int, w: np.ndarray) -> None:
         """``out[off:off + b - a] = X~_n[a:b] w``, the block's rows as a view, no copy."""
         range_product(self.field, self.block, a, b, w, self.out[off:], self.base)
+
+    def transposed(self, step: int) -> bool:
+        """Uncoded linreg's second product of a step: ``X[a:b]^T z[a:b]`` on the stored rows."""
+        return self.uncoded and self.per_step == 2 and step % 2 == 0
+
+    def product_t(self, a: int, b: int, off: int, z: np.ndarray) -> None:
+        """``acc += X[a:b]^T z[off:off + b - a]``: this machine's part of ``X^T z``."""
+        rows = self.block[a - self.base: b - self.base]
+        self.acc += self.field.matmul(rows.T, z[off: off + b - a])
 
     def moves(self, step: int, table: np.ndarray | None) -> None:
         """Carry out the uncoded baseline's moves of ``step`` and acknowledge them."""
@@ -157,13 +173,16 @@ class Machine:
         compute_s = sleep_s = busy_s = 0.0
         done = off = 0
         cut = False
+        transposed = self.transposed(step)
+        multiply = self.product_t if transposed else self.product
+        self.acc = self.field.zeros(cfg.cols)
         t0 = time.perf_counter()
         for f, a, b in pieces:
             if per_set and self.cut(step, attempt):
                 cut = True
                 break
             c0 = time.perf_counter()
-            self.product(a, b, off, w)
+            multiply(a, b, off, w)
             c1 = time.perf_counter()
             compute_s += c1 - c0
             if per_set:
@@ -184,7 +203,8 @@ class Machine:
             sleep_s = time.perf_counter() - c1
             busy_s = time.perf_counter() - t0
             if not cut:
-                reqs += self.master.isend(P.Kind.RESULT, step, self.out[:done], aux=attempt)
+                answer = self.acc if transposed else self.out[:done]
+                reqs += self.master.isend(P.Kind.RESULT, step, answer, aux=attempt)
             else:  # stopped inside the throttle: no sample of this machine's speed
                 busy_s = 0.0
         meta = records.TASK_META.pack(compute_s=compute_s, sleep_s=sleep_s,
@@ -196,81 +216,106 @@ class Machine:
         return done
 
     def run(self, phase: Phase) -> None:
-        cfg = self.cfg
         phase.set("setup")
         at_phase(self.faults, self.comm, "setup", None)
         self.field.warm_up()
-        if not self.uncoded:
-            _, block = self.master.recv({P.Kind.BLOCK}, 0, cfg.timeout_s,
-                                        "the coded block from the master")
-            if block is None or block.shape != (cfg.rows_per_block, cfg.cols):
-                raise P.WireError("coded block has shape "
-                                  f"{None if block is None else block.shape}, "
-                                  f"expected {(cfg.rows_per_block, cfg.cols)}")
-            self.block = block
-            if self.per_step == 2:
-                _, block_t = self.master.recv({P.Kind.BLOCK}, 1, cfg.timeout_s,
-                                              "the coded block of X^T from the master")
-                rt = -(-cfg.cols // cfg.L)
-                if block_t is None or block_t.shape != (rt, cfg.rows):
-                    raise P.WireError("coded block of X^T has the wrong shape")
-                self.blocks = [block, block_t]
-                self.out = self.field.zeros(max(cfg.rows_per_block, rt))
-        else:
-            self.out = self.field.zeros(cfg.rows)
-        self.master.ready(cfg.timeout_s)
-
-        idle_wall = idle_cpu = 0.0
-        idle_since: tuple[float, float] | None = None
-        rows_done: dict[int, int] = {}
-        idle_steps: list[int] = []
+        self.setup()
+        self.master.ready(self.cfg.timeout_s)
         while True:
             phase.set("wait")
             h, payload = self.next_order()
             if h.kind == P.Kind.CUT:
                 continue  # the step it stops is already answered
-            if idle_since is not None:
-                idle_wall += time.perf_counter() - idle_since[0]
-                idle_cpu += time.process_time() - idle_since[1]
-                idle_since = None
+            self.idle_clock.stop()
             if h.kind == P.Kind.STOP:
                 phase.set("stop")
-                steps = sorted(set(rows_done) | set(idle_steps))
-                stats = records.IDLE_STATS.pack(wall_s=idle_wall, cpu_s=idle_cpu,
-                                                idle_steps=len(idle_steps))
-                table = np.array([[t, rows_done.get(t, 0), 1 if t in idle_steps else 0]
-                                  for t in steps], dtype=np.int64).reshape(-1, 3)
-                self.master.send(P.Kind.STATS, h.step, stats, timeout=cfg.timeout_s)
-                self.master.send(P.Kind.STATS, h.step, table, timeout=cfg.timeout_s)
+                self.stop(h.step)
                 return
             if h.kind == P.Kind.MOVES:
                 phase.set("moves", h.step)
                 self.moves(h.step, payload)
-                continue
-            if h.kind == P.Kind.IDLE:
-                if self.uncoded:  # reclaimed: its rows are gone
-                    self.block, self.base = self.field.zeros((0, cfg.cols)), 0
-                idle_steps.append(self.real_step(h.step))
-                idle_since = (time.perf_counter(), time.process_time())
-                continue
-            step, attempt = h.step, h.aux
-            real = self.real_step(step)
-            phase.set("step", real)
-            at_phase(self.faults, self.comm, "step", real)
-            if self.blocks:
-                self.block = self.blocks[(step - 1) % 2]
-            if payload is None or payload.ndim != 2 or \
-                    payload.shape[1] != (3 if cfg.S > 0 else 2):
-                raise P.WireError(f"TASK for step {step} has no (k, {3 if cfg.S > 0 else 2}) "
-                                  "row-set table")
-            if payload.size and (payload[:, -2].min() < self.base or
-                                 payload[:, -1].max() > self.base + self.block.shape[0] or
-                                 (payload[:, -1] < payload[:, -2]).any()):
-                raise P.WireError(f"row ranges out of bounds: {payload.tolist()}")
-            _, w = self.next_order({P.Kind.VECTOR}, step, "w_t")
-            if w is None or w.shape != (self.block.shape[1],):
-                raise P.WireError(f"w_t for step {step} has the wrong shape")
-            rows_done[real] = rows_done.get(real, 0) + self.task(step, attempt, payload, w)
+            elif h.kind == P.Kind.IDLE:
+                self.idle(h.step)
+            else:
+                self.take_task(phase, h, payload)
+
+    def setup(self) -> None:
+        """Receive the coded block (linreg: and that of ``X^T``); uncoded: nothing yet."""
+        cfg = self.cfg
+        if self.uncoded:
+            self.out = self.field.zeros(cfg.rows)
+            return
+        self.block = self.receive_block(0, (cfg.rows_per_block, cfg.cols), "the coded block")
+        if self.per_step == 2:
+            rt = -(-cfg.cols // cfg.L)
+            block_t = self.receive_block(1, (rt, cfg.rows), "the coded block of X^T")
+            self.blocks = [self.block, block_t]
+            self.out = self.field.zeros(max(cfg.rows_per_block, rt))
+
+    def receive_block(self, step: int, shape: tuple[int, int], what: str) -> np.ndarray:
+        _, block = self.master.recv({P.Kind.BLOCK}, step, self.cfg.timeout_s,
+                                    f"{what} from the master")
+        if block is None or block.shape != shape:
+            raise P.WireError(f"{what} has shape {None if block is None else block.shape}, "
+                              f"expected {shape}")
+        return block
+
+    def idle(self, step: int) -> None:
+        """IDLE: compute nothing this step, wait politely (timed); uncoded: rows reclaimed."""
+        if self.uncoded:  # reclaimed: its rows are gone
+            self.block, self.base = self.field.zeros((0, self.cfg.cols)), 0
+        self.idle_steps.append(self.real_step(step))
+        self.idle_clock.start()
+
+    def stop(self, step: int) -> None:
+        """STOP: report the idle statistics and the rows computed per step."""
+        steps = sorted(set(self.rows_done) | set(self.idle_steps))
+        stats = records.IDLE_STATS.pack(wall_s=self.idle_clock.wall, cpu_s=self.idle_clock.cpu,
+                                        idle_steps=len(self.idle_steps))
+        table = np.array([[t, self.rows_done.get(t, 0), 1 if t in self.idle_steps else 0]
+                          for t in steps], dtype=np.int64).reshape(-1, 3)
+        self.master.send(P.Kind.STATS, step, stats, timeout=self.cfg.timeout_s)
+        self.master.send(P.Kind.STATS, step, table, timeout=self.cfg.timeout_s)
+
+    def take_task(self, phase: Phase, h: P.Header, payload: np.ndarray | None) -> None:
+        """A TASK: check its table, take ``w_t``, compute and answer."""
+        cfg = self.cfg
+        step, attempt = h.step, h.aux
+        real = self.real_step(step)
+        phase.set("step", real)
+        at_phase(self.faults, self.comm, "step", real)
+        if self.blocks:
+            self.block = self.blocks[(step - 1) % 2]
+        cols = 3 if cfg.S > 0 else 2
+        if payload is None or payload.ndim != 2 or payload.shape[1] != cols:
+            raise P.WireError(f"TASK for step {step} has no (k, {cols}) row-set table")
+        if payload.size and (payload[:, -2].min() < self.base or
+                             payload[:, -1].max() > self.base + self.block.shape[0] or
+                             (payload[:, -1] < payload[:, -2]).any()):
+            raise P.WireError(f"row ranges out of bounds: {payload.tolist()}")
+        _, w = self.next_order({P.Kind.VECTOR}, step, "w_t")
+        want = (int((payload[:, -1] - payload[:, -2]).sum()),) if self.transposed(step) else \
+            (self.block.shape[1],)
+        if w is None or w.shape != want:
+            raise P.WireError(f"w_t for step {step} has the wrong shape")
+        self.rows_done[real] = self.rows_done.get(real, 0) + self.task(step, attempt, payload, w)
+
+
+class IdleClock:
+    """Wall and CPU seconds spent idle (between an IDLE and the next order)."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+        self.since: tuple[float, float] | None = None
+
+    def start(self) -> None:
+        self.since = (time.perf_counter(), time.process_time())
+
+    def stop(self) -> None:
+        if self.since is not None:
+            self.wall += time.perf_counter() - self.since[0]
+            self.cpu += time.process_time() - self.since[1]
+            self.since = None
 
 
 def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase,

@@ -14,17 +14,16 @@ Per repetition it obeys the master's phases (docs/theory.md, B.2):
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.coded import exchange
-from mpi_coded.coded.job import map_chunk_cuts
+from mpi_coded.coded.job import CodedJob, map_chunk_cuts
 from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.replay import ServerData
-from mpi_coded.coded.shuffle import shuffle_plan
+from mpi_coded.coded.shuffle import ShufflePlan, shuffle_plan
 from mpi_coded.errors import ConfigError, NotDecodable
 from mpi_coded.faults import Fault, slow_factor
 from mpi_coded.runtime.coded.setup import (
@@ -87,105 +86,148 @@ class MapRun:
         return None
 
 
-def server_main(job: Any, comm: MPI.Comm, phase: Phase, faults: tuple[Fault, ...] = ()) -> None:
-    rank = comm.Get_rank()
-    server = rank - 1
-    timeout = job.timeout_s
-    phase.set("setup")
-    at_phase(faults, comm, "setup", None)
-    setup = build_setup(job)
-    setup.field.warm_up()
-    setup.code.warm_up()
-    pl = setup.placement
-    rows = pl.stored_rows(server)
-    prefault(working_bytes(job, setup.field, len(rows)))
-    master = MasterLink(comm)
-    master.ready(timeout)
-    slow = slow_factor(faults, rank)
-    groups = GroupComms(comm) if job.multicast == "bcast" else None  # bcast: group comms
+class CodedServer:
+    """Server ``s`` (rank ``s + 1``) of one coded job: setup, then per repetition the phases
+    the master orders (encode, map; shuffle for a finisher; reduce for a reducer), then stop."""
 
-    def expect_phase(which: int, rep: int, what: str) -> None:
-        h, _ = master.recv({P.Kind.PHASE}, rep, timeout, what)
-        if h.aux != which:
-            raise P.WireError(f"expected {what}, got phase {h.aux}")
+    def __init__(self, job: CodedJob, comm: MPI.Comm, phase: Phase,
+                 faults: tuple[Fault, ...] = ()) -> None:
+        self.job, self.comm, self.phase, self.faults = job, comm, phase, faults
+        self.rank = comm.Get_rank()
+        self.server = self.rank - 1
+        self.timeout = job.timeout_s
 
-    for rep in range(job.reps):
-        phase.set("encode", rep)
-        h, _ = master.recv({P.Kind.PHASE, P.Kind.STOP}, None, timeout, "the master's next phase")
+    def run(self) -> None:
+        """The whole job, until the master's STOP; BYE."""
+        self.start()
+        for rep in range(self.job.reps):
+            coded = self.encode(rep)
+            if coded is None:
+                break  # the master stopped early
+            mr, end = self.map(rep, coded)
+            if self.server not in end.finishers:
+                continue  # not needed: stopped (or finished too late); wait for the next phase
+            plan, data = self.shuffle(rep, mr, end)
+            if self.server not in end.Q:
+                continue  # an extra server sends but does not reduce
+            self.reduce(rep, plan, data)
+        else:
+            self.phase.set("stop")
+            self.master.recv({P.Kind.STOP}, None, self.timeout, "the master's stop")
+        self.stop()
+
+    def _enter(self, name: str, rep: int | None, order: tuple[int, str] | None = None) -> None:
+        """Enter phase ``name`` (for error messages): wait for the master's ``order``
+        (phase index, what it is) if given, then apply the faults injected there."""
+        self.phase.set(name, rep)
+        if order is not None:
+            assert rep is not None
+            h, _ = self.master.recv({P.Kind.PHASE}, rep, self.timeout, order[1])
+            if h.aux != order[0]:
+                raise P.WireError(f"expected {order[1]}, got phase {h.aux}")
+        at_phase(self.faults, self.comm, name, rep)
+
+    def _report(self, kind: P.Kind, rep: int, arr: np.ndarray, aux: int) -> None:
+        self.master.send(kind, rep, arr, aux=aux, timeout=self.timeout)
+
+    def start(self) -> None:
+        """Setup: the same placement, code and data as the master; READY."""
+        job = self.job
+        self._enter("setup", None)
+        self.setup = setup = build_setup(job)
+        setup.field.warm_up()
+        setup.code.warm_up()
+        self.rows = setup.placement.stored_rows(self.server)
+        prefault(working_bytes(job, setup.field, len(self.rows)))
+        self.master = MasterLink(self.comm)
+        self.master.ready(self.timeout)
+        self.slow = slow_factor(self.faults, self.rank)
+        # bcast: the group communicators
+        self.groups = GroupComms(self.comm) if job.multicast == "bcast" else None
+
+    def encode(self, rep: int) -> np.ndarray | None:
+        """This server's coded rows ``C_s = Psi[rows_s] A`` (None: the master said STOP)."""
+        self.phase.set("encode", rep)
+        h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP}, None, self.timeout,
+                                "the master's next phase")
         if h.kind == P.Kind.STOP:
-            break
+            return None
         if h.aux != ENCODE or h.step != rep:
             raise P.WireError(f"expected encode of repetition {rep}, got phase {h.aux}")
-        at_phase(faults, comm, "encode", rep)
+        at_phase(self.faults, self.comm, "encode", rep)
+        code = self.setup.code
         t = time.perf_counter()
-        coded = setup.code.encode(setup.A, rows)
-        master.send(P.Kind.DONE, rep,
-                    ENCODE_STATS.pack(encode_s=time.perf_counter() - t,
-                                      encoder=mask(setup.code.encoders),
-                                      peak_rss_mb=peak_rss_mb()),
-                    aux=ENCODE, timeout=timeout)
+        coded = code.encode(self.setup.A, self.rows)
+        self._report(P.Kind.DONE, rep, ENCODE_STATS.pack(
+            encode_s=time.perf_counter() - t, encoder=mask(code.encoders),
+            peak_rss_mb=peak_rss_mb()), ENCODE)
+        return coded
 
-        phase.set("map", rep)
-        expect_phase(MAP, rep, "the map order")
-        at_phase(faults, comm, "map", rep)
-        mr = MapRun(setup, server, coded, rep, slow)
+    def map(self, rep: int, coded: np.ndarray) -> tuple[MapRun, MapEnd]:
+        """Map under the throttle until done or told to stop; the master's map end."""
+        self._enter("map", rep, (MAP, "the map order"))
+        mr = MapRun(self.setup, self.server, coded, rep, self.slow)
         t = time.perf_counter()
-        end = mr.run(master.inbox, deadline_in(timeout))
-        map_wall = time.perf_counter() - t
+        end = mr.run(self.master.inbox, deadline_in(self.timeout))
         stopped = end is not None
-        stats = MAP_STATS.pack(compute_s=mr.compute_s, wall_s=map_wall,
-                               target_s=mr.target, rows_done=mr.rows_done,
-                               rows=len(rows), stopped=float(stopped), peak_rss_mb=peak_rss_mb())
-        master.send(P.Kind.MAP_DONE, rep, stats, aux=int(stopped), timeout=timeout)
+        self._report(P.Kind.MAP_DONE, rep, MAP_STATS.pack(
+            compute_s=mr.compute_s, wall_s=time.perf_counter() - t, target_s=mr.target,
+            rows_done=mr.rows_done, rows=len(self.rows), stopped=float(stopped),
+            peak_rss_mb=peak_rss_mb()), int(stopped))
         if end is None:
-            end = master.recv({P.Kind.MAP_END}, rep, timeout, "the master's map-end decision")
+            end = self.master.recv({P.Kind.MAP_END}, rep, self.timeout,
+                                   "the master's map-end decision")
         h, payload = end
         if h.step != rep or payload is None:
             raise P.WireError(f"MAP_END for repetition {h.step}, expected {rep}")
         Q, extra = decode_map_end(payload)
-        if groups is not None:  # every server, so a group's members free it together
-            groups.keep_within(Q)
-        if server not in Q + extra:
-            continue  # not needed: stopped (or finished too late); wait for the next phase
+        if self.groups is not None:  # every server, so a group's members free it together
+            self.groups.keep_within(Q)
+        return mr, MapEnd(Q, extra)
 
-        phase.set("shuffle", rep)
-        at_phase(faults, comm, "shuffle", rep)
+    def shuffle(self, rep: int, mr: MapRun, end: MapEnd) -> tuple[ShufflePlan, ServerData]:
+        """This finisher's part of the plan every finisher derives from ``(Q, extra)``."""
+        self._enter("shuffle", rep)
+        pl = self.setup.placement
         t = time.perf_counter()
-        plan = shuffle_plan(pl, MapEnd(Q, extra))
+        plan = shuffle_plan(pl, end)
         plan_s = time.perf_counter() - t
-        data = ServerData.from_map_output(server, pl, mr.out, setup.field, job.params.N)
+        data = ServerData.from_map_output(self.server, pl, mr.out, self.setup.field,
+                                          self.job.params.N)
         t = time.perf_counter()
-        transfer = ShuffleTransfer(comm, plan, data, server, rep, groups)
+        transfer = ShuffleTransfer(self.comm, plan, data, self.server, rep, self.groups)
         transfer.post()
         transfer.send()
-        transfer.finish(deadline_in(timeout))
-        master.send(P.Kind.DONE, rep, SHUFFLE_STATS.pack(
+        transfer.finish(deadline_in(self.timeout))
+        self._report(P.Kind.DONE, rep, SHUFFLE_STATS.pack(
             shuffle_s=time.perf_counter() - t, multicast_values=transfer.multicast_values,
             unicast_values=transfer.unicast_values, bytes_sent=transfer.bytes_sent,
-            plan_s=plan_s, peak_rss_mb=peak_rss_mb()), aux=SHUFFLE, timeout=timeout)
-        if server not in Q:
-            continue  # an extra server sends but does not reduce
+            plan_s=plan_s, peak_rss_mb=peak_rss_mb()), SHUFFLE)
+        return plan, data
 
-        phase.set("reduce", rep)
-        expect_phase(REDUCE, rep, "the reduce order")
-        at_phase(faults, comm, "reduce", rep)
-        red = next(r for r in plan.reducers if r.server == server)
+    def reduce(self, rep: int, plan: ShufflePlan, data: ServerData) -> None:
+        """Decode this reducer's outputs and send them to the master."""
+        self._enter("reduce", rep, (REDUCE, "the reduce order"))
+        red = next(r for r in plan.reducers if r.server == self.server)
         t = time.perf_counter()
         try:
-            y = exchange.reduce_outputs(red, data, setup.code)
+            y = exchange.reduce_outputs(red, data, self.setup.code)
         except (NotDecodable, ConfigError) as exc:  # a plan or protocol bug: never a guess
-            raise NotDecodable(f"reducer server {server} (rank {rank}) cannot decode outputs "
-                               f"{red.out_start}..{red.out_stop - 1}: {exc}") from None
+            raise NotDecodable(f"reducer server {self.server} (rank {self.rank}) cannot decode "
+                               f"outputs {red.out_start}..{red.out_stop - 1}: {exc}") from None
         dec_s = time.perf_counter() - t
-        master.send(P.Kind.OUTPUT, rep, np.ascontiguousarray(y), aux=red.out_start,
-                    timeout=timeout)
+        self._report(P.Kind.OUTPUT, rep, np.ascontiguousarray(y), red.out_start)
         del y
-        master.send(P.Kind.DONE, rep, REDUCE_STATS.pack(
-            decode_s=dec_s, decoder=mask(setup.code.decoders), peak_rss_mb=peak_rss_mb()),
-            aux=REDUCE, timeout=timeout)
-    else:
-        phase.set("stop")
-        master.recv({P.Kind.STOP}, None, timeout, "the master's stop")
-    if groups is not None:
-        groups.free()
-    master.send(P.Kind.BYE, job.reps, timeout=timeout)
+        self._report(P.Kind.DONE, rep, REDUCE_STATS.pack(
+            decode_s=dec_s, decoder=mask(self.setup.code.decoders),
+            peak_rss_mb=peak_rss_mb()), REDUCE)
+
+    def stop(self) -> None:
+        if self.groups is not None:
+            self.groups.free()
+        self.master.send(P.Kind.BYE, self.job.reps, timeout=self.timeout)
+
+
+def server_main(job: CodedJob, comm: MPI.Comm, phase: Phase,
+                faults: tuple[Fault, ...] = ()) -> None:
+    CodedServer(job, comm, phase, faults).run()

@@ -65,6 +65,8 @@ class Inbox:
         return got[0]
 
     def cancel(self) -> None:
+        """Cancel the posted header receive (a header already in is discarded)."""
         if self._req is not None:
             self._req.Cancel()
+            self._req.Wait()  # a cancelled request must still complete to be freed
             self._req = self._buf = None

@@ -89,18 +89,24 @@ class Peers:
         backoff = POLICY.backoff(active=True)
         while not done():
             msgs = self.arrived(who(), hard)
-            if msgs:
-                for msg in msgs:
-                    handle(msg)
-                backoff.reset()
-                continue
+            for msg in msgs:  # what is in is taken, then the deadlines are checked: a
+                handle(msg)   # steady stream of stale answers cannot outlast them
+            if done():
+                break
             now = time.monotonic()
             if soft is not None and now > soft:
                 return list(owing())
             if now > hard:
                 raise DeadlineExceeded(f"timed out waiting for {what} from {self.name(owing())}")
-            backoff.sleep()
+            if msgs:
+                backoff.reset()
+            else:
+                backoff.sleep()
         return []
+
+    def drop(self) -> None:
+        """Count one stale answer (a late answer to an earlier step or attempt) dropped."""
+        self.dropped += 1
 
     def collect(self, who: Sequence[int], kinds: Sequence[wire.Kind], step: int, *,
                 hard: float, what: str, soft: float | None = None, aux: int | None = None,
@@ -131,7 +137,7 @@ class Peers:
             h = msg[0]
             r = h.source
             if stale is not None and stale(r, h):
-                self.dropped += 1
+                self.drop()
                 return
             want = kinds[len(got.get(r, ()))]
             if h.kind != want or h.step != step or (aux is not None and h.aux != aux):

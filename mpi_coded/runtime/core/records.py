@@ -37,7 +37,6 @@ class Record:
 
 
 # elastic job
-STEP_META = Record("step meta", ("compute_s", "sleep_s", "target_s", "rows"))
 TASK_META = Record("task meta", ("compute_s", "sleep_s", "target_s", "rows", "busy_s",
                                  "rows_planned", "cut", "speed"))
 IDLE_STATS = Record("idle stats", ("wall_s", "cpu_s", "idle_steps"))

@@ -9,13 +9,15 @@ rank ends the whole job naming it.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from typing import Any
 
 from mpi4py import MPI
 
 from mpi_coded.errors import ConfigError
-from mpi_coded.results import run_context
+from mpi_coded.results import RunContext
 from mpi_coded.runtime.core.guard import Phase, guarded
 from mpi_coded.runtime.core.memory import retain_freed_memory
 from mpi_coded.runtime.core.wait import POLICY, configure
@@ -28,13 +30,30 @@ def check_world(comm: MPI.Comm, size: int, rule: str) -> None:
         raise ConfigError("mpiexec -n", f"must be {rule}", got)
 
 
+def run_info(comm: MPI.Comm) -> RunContext:
+    """Host, versions, MPI library, world size and the resolved waiting strategy: the
+    :class:`~mpi_coded.results.RunContext` of the results' config line."""
+    return RunContext.here(mpi=MPI.Get_library_version().splitlines()[0].strip(),
+                           world_size=comm.Get_size(), network=network_info(),
+                           **POLICY.to_dict())
+
+
+def network_info() -> dict[str, Any] | None:
+    """The network ``mpi-coded cluster run`` describes in ``MPI_CODED_NETWORK`` (a JSON
+    object: cluster, hosts, rates, transport); ``None`` when unset or not an object."""
+    text = os.environ.get("MPI_CODED_NETWORK")
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def run_record(comm: MPI.Comm) -> dict[str, Any]:
-    """Host, versions, MPI library, world size and the resolved waiting strategy, for the
-    results' config line."""
-    ctx = run_context()
-    ctx.update(mpi=MPI.Get_library_version().splitlines()[0].strip(),
-               world_size=comm.Get_size(), **POLICY.to_dict())
-    return ctx
+    """:func:`run_info` as the config line's keys."""
+    return run_info(comm).fields_dict()
 
 
 def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], int],

@@ -17,7 +17,8 @@ The strategy is a setting (``--wait`` / config key ``wait``,
     test in a loop without sleeping, the lowest latency with one rank per core;
 ``auto``
     ``busy`` when the ranks on this node fit its cores, else ``polite``
-    (:func:`mpi_coded.wait_modes.choose_mode`).
+    (:func:`mpi_coded.wait_modes.choose_mode`); the ranks of a node are those on the same
+    physical machine (:func:`machine_key`, the kernel's boot id), whatever their host names.
 
 Idle ranks (a preempted machine, a server with no part in a phase) always wait
 politely, whatever the mode: only ranks expecting an answer may spin.
@@ -111,16 +112,29 @@ POLICY = WaitPolicy()
 """This process's waiting strategy, set once by :func:`configure`."""
 
 
+def machine_key() -> str:
+    """What identifies this rank's physical machine: the kernel's boot id, the same in
+    every namespace and container of one kernel, so emulated hosts (network namespaces
+    with their own host names, ``mpi-coded cluster``) sharing one machine's cores count
+    as one node; the host name where the boot id is unreadable."""
+    import socket
+
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return f"boot:{boot}" if boot else f"host:{socket.gethostname()}"
+
+
 def configure(mode: str, comm: MPI.Comm) -> str:
     """Resolve ``mode`` for this rank (``auto`` from ranks on the node and its cores) and its
-    idle cap (:func:`idle_cap`); returns the mode."""
+    idle cap (:func:`idle_cap`); returns the mode.  A node is a physical machine
+    (:func:`machine_key`), not a host name: emulated hosts on one machine share its cores."""
     import os
 
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        ranks_on_node = node.Get_size()
-    finally:
-        node.Free()
+    keys = comm.allgather(machine_key())
+    ranks_on_node = keys.count(keys[comm.Get_rank()])
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux

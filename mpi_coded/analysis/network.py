@@ -1,0 +1,586 @@
+"""The network model: bytes and messages each host sends and receives, priced over its link
+(docs/theory.md (B.7)).
+
+Pure: never imports mpi4py.  Everything is counted from the plans the runtime executes:
+the coded job's :class:`~mpi_coded.coded.shuffle.ShufflePlan` (multicast groups, padded
+segment lengths, unicasts), its reducers' outputs, and the elastic job's
+:class:`~mpi_coded.cec.plan.StepPlan` or uncoded split and moves.
+
+**Messages.** The runtime's point-to-point message is a header of
+:data:`HEADER_BYTES` (8 int64 words, ``runtime.core.wire``) and, when it carries one, a
+payload of ``values x itemsize`` bytes (``itemsize`` of the field's dtype:
+:data:`ITEMSIZE`), sent as two MPI messages; a message without payload is one.  A
+broadcast (``--multicast bcast``) carries no header: one MPI message per tree edge.
+
+**A multicast on the wire** (:func:`shuffle_traffic`):
+
+* ``p2p``: the sender sends one copy (header and padded payload) to every receiver:
+  ``j`` copies for a group of ``j + 1``;
+* ``bcast``: one ``MPI_Ibcast`` on the group's communicator (ranks = the sorted group,
+  root = the sender).  Every non-root member receives the payload exactly once; who
+  sends it follows the tree of the MPI library, :data:`BCAST_TREES`:
+
+  - ``binomial`` (default; MPICH for groups of fewer than 8 ranks or messages under
+    12 KiB, ``MPIR_Ibcast_intra_sched_binomial``; Open MPI's libnbc for 5 or more ranks
+    and messages under 64 KiB): with ``rel = (i - root) mod g`` the relative rank of
+    member ``i``, member ``rel > 0`` receives from ``rel - lowbit(rel)``; the root sends
+    ``ceil(log2 g)`` copies and some non-root members forward;
+  - ``linear`` (Open MPI's libnbc for groups of at most 4): the root sends to every
+    member, byte for byte ``p2p`` without the headers.
+
+  Larger groups and messages switch to pipelined or scatter-allgather trees (MPICH for
+  8 or more ranks over 12 KiB, Open MPI's chain above 64 KiB): every non-root member
+  still receives the payload once, but the senders differ; the model does not follow
+  them.
+
+**Hosts and time** (:class:`Network`, :func:`phase_seconds`).  Ranks live on hosts (by
+default one host per rank); a message between two ranks of one host does not touch the
+network (shared memory) and is not counted.  Each host has a link of ``rate`` bit/s,
+full duplex: a veth pair shaped by ``tbf`` on each side's egress shapes a host's sending
+and its receiving separately.  With ``S_h``/``R_h`` the bytes host ``h`` sends/receives
+in a phase, ``n^S_h``/``n^R_h`` its messages, ``e`` the achieved fraction of the rate
+(TCP/IP framing, the MPI library) and ``alpha`` a per-message cost in seconds:
+
+    t_h = max( 8 S_h / (e rate_h) + n^S_h alpha,  8 R_h / (e rate_h) + n^R_h alpha )
+    T_phase = max_h t_h
+
+(the slowest host ends the phase; store-and-forward along a tree, latency beyond
+``alpha`` and switch contention are left out).
+
+**Phases of the coded job** (:func:`coded_network`): ``distribution`` (0: every rank builds
+``A``, the code and the vectors from the seed, ``runtime/coded/setup.py``), ``shuffle``
+(the plan), ``gather`` (each reducer sends its ``m x N/q`` outputs to the master, rank 0).
+The phase orders, ``MAP_END`` and the statistics records are left out (headers only,
+milliseconds).
+
+**The elastic job** (:func:`elastic_setup_traffic`, :func:`elastic_step_traffic`,
+:func:`uncoded_move_traffic`, :func:`uncoded_step_traffic`): the coded blocks sent once
+at setup; per step a task table and ``w_t`` to every planned machine, ``IDLE`` to the
+others, the results (one message, or one per row set when ``S > 0``) and a statistics
+record back; the uncoded baseline's moves (a table to every machine, the rows that change
+owner from their previous owner or the master, an acknowledgement) and its tasks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mpi_coded.cec.plan import StepPlan
+from mpi_coded.cec.uncoded import MASTER, Layout, Move, moves, uncoded_split
+from mpi_coded.coded.mapend import MapEnd, map_end
+from mpi_coded.coded.params import CodedParams
+from mpi_coded.coded.placement import Placement, build_placement, rank_of
+from mpi_coded.coded.schemes import get
+from mpi_coded.coded.shuffle import ShufflePlan, shuffle_plan
+from mpi_coded.errors import ConfigError, require
+from mpi_coded.rates import format_rate, parse_rate
+
+HEADER_BYTES = 64
+"""The runtime's message header: 8 int64 words (``runtime.core.wire.HEADER_WORDS``)."""
+META_WORDS = 8
+"""float64 words of the elastic machines' statistics record (``records.TASK_META``)."""
+ITEMSIZE = {"float64": 8, "gf2^8": 1, "gf2^16": 2}
+"""Bytes per value of each field's dtype."""
+MULTICAST_MODES = ("p2p", "bcast")
+BCAST_TREES = ("binomial", "linear")
+
+
+# --- the network -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Network:
+    """Hosts, their link rates and the host of every rank.
+
+    ``names[h]`` and ``rates[h]`` (bit/s) describe host ``h``; ``host_of[r]`` is the host
+    of rank ``r``; ``alpha`` seconds per message; ``efficiency`` the achieved fraction of
+    the rate, in ``(0, 1]``.
+    """
+
+    names: tuple[str, ...]
+    rates: tuple[float, ...]
+    host_of: tuple[int, ...]
+    alpha: float = 0.0
+    efficiency: float = 1.0
+
+    def __post_init__(self) -> None:
+        require(len(self.names) == len(self.rates), "rates", "one rate per host",
+                len(self.rates))
+        require(all(0 <= h < len(self.names) for h in self.host_of), "hosts",
+                "every rank's host must exist", list(self.host_of))
+        require(all(r > 0 for r in self.rates), "--rate", "must be > 0", list(self.rates))
+        require(self.alpha >= 0, "--alpha", "must be a number of seconds >= 0", self.alpha)
+        require(0 < self.efficiency <= 1, "efficiency", "must be in (0, 1]", self.efficiency)
+
+    @property
+    def ranks(self) -> int:
+        return len(self.host_of)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hosts": {n: {"rate": format_rate(int(r)), "rate_bps": int(r),
+                              "ranks": [k for k, h in enumerate(self.host_of) if h == i]}
+                          for i, (n, r) in enumerate(zip(self.names, self.rates))},
+                "alpha_s": self.alpha, "efficiency": self.efficiency}
+
+
+def coded_rank_name(rank: int) -> str:
+    """The coded job's names: ``master`` (rank 0), ``server<s>`` (server ``s`` on rank
+    ``s + 1``, 0-based as in docs/theory.md B)."""
+    return "master" if rank == 0 else f"server{rank - 1}"
+
+
+def elastic_rank_name(rank: int) -> str:
+    """The elastic job's names: ``master`` (rank 0), ``machine<n>`` (machine ``n`` on
+    rank ``n``, 1-based as in docs/theory.md A)."""
+    return "master" if rank == 0 else f"machine{rank}"
+
+
+def make_network(ranks: int, rate: str, rate_of: Sequence[str] = (), alpha: float = 0.0,
+                 efficiency: float = 1.0, ranks_per_host: int | None = None,
+                 rank_name: Any = coded_rank_name) -> Network:
+    """A :class:`Network` from the command line's spelling.
+
+    Hosts: one per rank, named by ``rank_name`` (``master``, ``server0``, ...); with
+    ``ranks_per_host = R``, ``host1 .. hostH`` with ranks ``[(h-1) R, h R)`` on ``hosth``
+    (mpiexec filling a hostfile's slots in order).  ``rate`` is every host's rate;
+    ``rate_of`` items ``HOST=RATE`` override one host, ``HOST`` a host name, or
+    ``rank<r>`` / a rank's own name (``master``, ``server3``) for the host of that rank.
+    Bad input: one :class:`~mpi_coded.errors.ConfigError` naming ``--rate``,
+    ``--rate-of``, ``--alpha``, ``--efficiency`` or ``--ranks-per-host``.
+    """
+    require(ranks >= 1, "ranks", "must be >= 1", ranks)
+    default = parse_rate(rate, "--rate")
+    if ranks_per_host is None:
+        names = [rank_name(r) for r in range(ranks)]
+        host_of = list(range(ranks))
+    else:
+        require(isinstance(ranks_per_host, int) and ranks_per_host >= 1, "--ranks-per-host",
+                "must be an integer >= 1", ranks_per_host)
+        hosts = -(-ranks // ranks_per_host)
+        names = [f"host{h}" for h in range(1, hosts + 1)]
+        host_of = [r // ranks_per_host for r in range(ranks)]
+    rates = [float(default)] * len(names)
+    for item in rate_of:
+        key, sep, value = str(item).partition("=")
+        require(bool(sep) and bool(key.strip()), "--rate-of", "must be HOST=RATE", item)
+        h = _host_index(key.strip(), names, host_of, rank_name)
+        require(h is not None, "--rate-of",
+                f"must name a host ({_host_names(names)}) or a rank (rank0..rank{ranks - 1})",
+                key.strip())
+        assert h is not None
+        rates[h] = float(parse_rate(value, "--rate-of"))
+    require(isinstance(alpha, (int, float)) and alpha >= 0, "--alpha",
+            "must be a number of seconds >= 0", alpha)
+    require(isinstance(efficiency, (int, float)) and 0 < efficiency <= 1, "--efficiency",
+            "must be a number in (0, 1]", efficiency)
+    return Network(tuple(names), tuple(rates), tuple(host_of), float(alpha), float(efficiency))
+
+
+def _host_names(names: Sequence[str]) -> str:
+    return ", ".join(names) if len(names) <= 4 else f"{names[0]}, {names[1]}, ..., {names[-1]}"
+
+
+def _host_index(key: str, names: Sequence[str], host_of: Sequence[int],
+                rank_name: Any) -> int | None:
+    if key in names:
+        return names.index(key)
+    m = re.fullmatch(r"rank([0-9]+)", key)
+    if m and int(m.group(1)) < len(host_of):
+        return host_of[int(m.group(1))]
+    for r, h in enumerate(host_of):
+        if rank_name(r) == key:
+            return h
+    return None
+
+
+# --- traffic -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HostTraffic:
+    """What one host sends and receives over its link in one phase."""
+
+    sent_bytes: int = 0
+    recv_bytes: int = 0
+    sent_messages: int = 0
+    recv_messages: int = 0
+
+    def seconds(self, rate: float, alpha: float = 0.0, efficiency: float = 1.0) -> float:
+        """``max(8 S / (e rate) + n_S alpha, 8 R / (e rate) + n_R alpha)`` (full duplex)."""
+        bw = rate * efficiency
+        return max(8 * self.sent_bytes / bw + self.sent_messages * alpha,
+                   8 * self.recv_bytes / bw + self.recv_messages * alpha)
+
+
+@dataclass
+class Traffic:
+    """Messages between ranks: ``edges[(src, dst)] = [bytes, messages]``."""
+
+    edges: dict[tuple[int, int], list[int]] = field(
+        default_factory=lambda: defaultdict(lambda: [0, 0]))
+
+    def add(self, src: int, dst: int, nbytes: int, messages: int = 1) -> None:
+        e = self.edges[(src, dst)]
+        e[0] += int(nbytes)
+        e[1] += int(messages)
+
+    def message(self, src: int, dst: int, values: int | None, itemsize: int) -> None:
+        """One runtime message: a header, and a payload of ``values`` unless None."""
+        if values is None:
+            self.add(src, dst, HEADER_BYTES, 1)
+        else:
+            self.add(src, dst, HEADER_BYTES + values * itemsize, 2)
+
+    def merged(self, other: Traffic) -> Traffic:
+        out = Traffic()
+        for t in (self, other):
+            for (s, d), (b, n) in t.edges.items():
+                out.add(s, d, b, n)
+        return out
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of every message (each copy counted), whatever the hosts."""
+        return sum(b for b, _ in self.edges.values())
+
+    @property
+    def total_messages(self) -> int:
+        return sum(n for _, n in self.edges.values())
+
+    def by_rank(self) -> dict[int, HostTraffic]:
+        """Per rank (every message counted, as if each rank had its own host)."""
+        return self._fold(lambda r: r, lambda s, d: s == d)
+
+    def by_host(self, net: Network) -> dict[int, HostTraffic]:
+        """Per host of ``net``; messages inside one host are not on the network."""
+        return self._fold(lambda r: net.host_of[r], lambda s, d: net.host_of[s] ==
+                          net.host_of[d])
+
+    def _fold(self, where: Any, local: Any) -> dict[int, HostTraffic]:
+        acc: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        for (s, d), (b, n) in self.edges.items():
+            if local(s, d):
+                continue
+            a, z = acc[where(s)], acc[where(d)]
+            a[0] += b
+            a[2] += n
+            z[1] += b
+            z[3] += n
+        return {h: HostTraffic(*v) for h, v in sorted(acc.items())}
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """A phase priced on a network: its seconds, the slowest host, every host's traffic."""
+
+    seconds: float
+    slowest: str | None
+    hosts: dict[str, HostTraffic]
+    host_seconds: dict[str, float]
+    total_bytes: int  # every copy of every message, on the network or not
+    network_bytes: int  # bytes sent over host links
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "slowest_host": self.slowest,
+                "bytes_on_wire": self.network_bytes, "bytes_total": self.total_bytes,
+                "hosts": {n: {"sent_bytes": t.sent_bytes, "recv_bytes": t.recv_bytes,
+                              "sent_messages": t.sent_messages,
+                              "recv_messages": t.recv_messages,
+                              "seconds": self.host_seconds[n]}
+                          for n, t in self.hosts.items()}}
+
+
+def phase_seconds(traffic: Traffic, net: Network) -> PhaseCost:
+    """``T = max_h t_h`` (module docstring) with every host's traffic."""
+    require(all(0 <= r < net.ranks for e in traffic.edges for r in e), "network",
+            f"the traffic names ranks beyond the network's {net.ranks}",
+            sorted({r for e in traffic.edges for r in e}))
+    per = traffic.by_host(net)
+    hosts = {net.names[h]: t for h, t in per.items()}
+    secs = {net.names[h]: t.seconds(net.rates[h], net.alpha, net.efficiency)
+            for h, t in per.items()}
+    slowest = max(secs, key=lambda n: secs[n]) if secs else None
+    return PhaseCost(secs[slowest] if slowest is not None else 0.0, slowest, hosts, secs,
+                     traffic.total_bytes, sum(t.sent_bytes for t in per.values()))
+
+
+# --- the coded job -----------------------------------------------------------------------
+
+def bcast_edges(group_size: int, root: int, tree: str = "binomial") -> list[tuple[int, int]]:
+    """``(parent, child)`` indices into the group of a broadcast tree rooted at ``root``
+    (module docstring): binomial, ``rel`` receiving from ``rel - lowbit(rel)``; linear,
+    the root to everyone."""
+    require(tree in BCAST_TREES, "bcast_tree", f"must be one of {', '.join(BCAST_TREES)}",
+            tree)
+    g = group_size
+    out = []
+    for rel in range(1, g):
+        parent = rel - (rel & -rel) if tree == "binomial" else 0
+        out.append(((parent + root) % g, (rel + root) % g))
+    return out
+
+
+def shuffle_traffic(plan: ShufflePlan, itemsize: int, multicast: str = "p2p",
+                    bcast_tree: str = "binomial") -> Traffic:
+    """Every message of ``plan`` between ranks (server ``s`` on rank ``s + 1``): each
+    multicast as ``multicast`` carries it (module docstring), each unicast a header and
+    its values; payloads are ``values x itemsize`` bytes, multicasts at their padded
+    length."""
+    require(multicast in MULTICAST_MODES, "--multicast",
+            f"must be one of {', '.join(MULTICAST_MODES)}", multicast)
+    t = Traffic()
+    for mc in plan.multicasts:
+        if multicast == "p2p":
+            for k in mc.receivers:
+                t.message(rank_of(mc.sender), rank_of(k), mc.length, itemsize)
+            continue
+        root = mc.group.index(mc.sender)
+        for a, b in bcast_edges(len(mc.group), root, bcast_tree):
+            t.add(rank_of(mc.group[a]), rank_of(mc.group[b]), mc.length * itemsize, 1)
+    for u in plan.unicasts:
+        t.message(rank_of(u.sender), rank_of(u.receiver), u.size, itemsize)
+    return t
+
+
+def gather_traffic(plan: ShufflePlan, itemsize: int) -> Traffic:
+    """Each reducer's ``OUTPUT`` to the master: its ``m x (out_stop - out_start)`` values."""
+    t = Traffic()
+    for red in plan.reducers:
+        t.message(rank_of(red.server), MASTER, plan.m * (red.out_stop - red.out_start),
+                  itemsize)
+    return t
+
+
+def runnable_params(p: CodedParams) -> CodedParams:
+    """The runnable job of an analytic setting's sizes (``m``, ``n``, ``N``, ``T``, field):
+    the network model counts the messages of a job the runtime can run, so its rules
+    apply (``Scheme.rows_per_batch_for``, ``Scheme.params``); a broken one is the
+    :class:`~mpi_coded.errors.ConfigError` of that rule, saying why it applies."""
+    spec = p.spec
+    try:
+        eta = spec.rows_per_batch_for(p.K, p.q, p.mu, p.m)
+        return spec.params(p.K, p.q, p.mu, eta, p.n, p.N, p.T, p.field)
+    except ConfigError as exc:
+        raise ConfigError(exc.field, f"{exc.rule} (the network model counts the messages "
+                          f"of a job {spec.name} can run)", exc.got) from None
+
+
+def model_plan(placement: Placement, order: Sequence[int] | None = None) -> ShufflePlan:
+    """The plan the runtime builds for the finishing order ``order`` (default: servers
+    ``0, 1, ..., K-1``): ``map_end`` gives ``(Q, extra)``, ``shuffle_plan`` the plan, the
+    same two calls as ``runtime/coded``."""
+    end: MapEnd = map_end(placement, list(range(placement.K)) if order is None else order)
+    return shuffle_plan(placement, end)
+
+
+@dataclass(frozen=True)
+class CodedNetwork:
+    """The coded job's network phases for one plan."""
+
+    plan: ShufflePlan
+    field: str
+    itemsize: int
+    multicast: str
+    bcast_tree: str
+    phases: dict[str, PhaseCost]
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for p in self.phases.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"multicast": self.multicast,
+                **({"bcast_tree": self.bcast_tree} if self.multicast == "bcast" else {}),
+                "field": self.field, "itemsize": self.itemsize,
+                "Q": list(self.plan.Q), "extra": list(self.plan.extra),
+                "shuffle_values": self.plan.values,
+                "seconds": {**{k: p.seconds for k, p in self.phases.items()},
+                            "total": self.seconds},
+                "phases": {k: p.to_dict() for k, p in self.phases.items()}}
+
+
+def coded_network(placement: Placement, net: Network, multicast: str = "p2p",
+                  bcast_tree: str = "binomial", order: Sequence[int] | None = None
+                  ) -> CodedNetwork:
+    """The coded job's distribution (0), shuffle and gather priced on ``net`` (``K + 1``
+    ranks), for the plan of :func:`model_plan`."""
+    p = placement.params
+    require(net.ranks == p.K + 1, "network", f"must have K + 1 = {p.K + 1} ranks", net.ranks)
+    fname = p.field_name
+    item = ITEMSIZE[fname]
+    plan = model_plan(placement, order)
+    phases = {"distribution": phase_seconds(Traffic(), net),
+              "shuffle": phase_seconds(shuffle_traffic(plan, item, multicast, bcast_tree),
+                                       net),
+              "gather": phase_seconds(gather_traffic(plan, item), net)}
+    return CodedNetwork(plan, fname, item, multicast, bcast_tree, phases)
+
+
+# --- the elastic job ---------------------------------------------------------------------
+
+def elastic_setup_traffic(machines: Iterable[int], blocks: Sequence[tuple[int, int]],
+                          itemsize: int) -> Traffic:
+    """Coded elastic setup: the master sends every machine its coded block of each shape in
+    ``blocks`` (``(rows_per_block, cols)``; linreg also ``X^T``'s), once."""
+    t = Traffic()
+    for n in machines:
+        for rows, cols in blocks:
+            t.message(MASTER, n, rows * cols, itemsize)
+    return t
+
+
+def elastic_step_traffic(plan: StepPlan, cols: int, itemsize: int,
+                         idle: Iterable[int] = ()) -> Traffic:
+    """One coded elastic step (integer rows): ``TASK`` (its row-set table, ``k x 2``
+    int64, ``k x 3`` when ``S > 0``) and ``VECTOR`` (``cols`` values) to every planned
+    machine, ``IDLE`` to ``idle``; back ``RESULT`` (its rows' values; one ``PART`` per
+    row set when ``S > 0``) and ``META`` (:data:`META_WORDS` float64)."""
+    require(plan.rows is not None, "rows", "the network model needs a plan in integer rows",
+            None)
+    t = Traffic()
+    per_set = plan.S > 0
+    ranges = plan.ranges_by_machine()
+    for n in plan.available:
+        mine = [(a, b) for a, b in ranges.get(n, []) if b > a]
+        t.message(MASTER, n, len(mine) * (3 if per_set else 2), 8)  # int64 table
+        t.message(MASTER, n, cols, itemsize)
+        if per_set:
+            for a, b in mine:
+                t.message(n, MASTER, int(b - a), itemsize)
+        else:
+            t.message(n, MASTER, sum(int(b - a) for a, b in mine), itemsize)
+        t.message(n, MASTER, META_WORDS, 8)
+    for n in idle:
+        t.message(MASTER, n, None, itemsize)
+    return t
+
+
+def uncoded_move_traffic(layout: Layout, moves: Sequence[Move], cols: int, itemsize: int,
+                         idle: Iterable[int] = ()) -> Traffic:
+    """The uncoded baseline's moves of one step: a ``MOVES`` table to every machine of
+    ``layout`` (``1 +`` its moves, 4 int64 each), ``IDLE`` to ``idle``, every moved row
+    range (``cols`` values a row) from its source (0: the master) and an acknowledgement
+    (a header) from every machine."""
+    t = Traffic()
+    for n in sorted(layout):
+        mine = sum(1 for m in moves if n in (m.src, m.dst))
+        t.message(MASTER, n, (1 + mine) * 4, 8)
+    for n in idle:
+        t.message(MASTER, n, None, itemsize)
+    for m in moves:
+        t.message(m.src, m.dst, (m.stop - m.start) * cols, itemsize)
+    for n in sorted(layout):
+        t.message(n, MASTER, None, itemsize)
+    return t
+
+
+def uncoded_step_traffic(layout: Layout, cols: int, itemsize: int) -> Traffic:
+    """The uncoded baseline's products of one step: ``TASK`` (one range, 2 int64) and
+    ``VECTOR`` to every machine of ``layout``, ``RESULT`` (its rows) and ``META`` back."""
+    t = Traffic()
+    for n, (a, b) in sorted(layout.items()):
+        t.message(MASTER, n, 2, 8)
+        t.message(MASTER, n, cols, itemsize)
+        t.message(n, MASTER, b - a, itemsize)
+        t.message(n, MASTER, META_WORDS, 8)
+    return t
+
+
+def price(phases: Mapping[str, Traffic], net: Network) -> dict[str, PhaseCost]:
+    """Every phase of ``phases`` priced on ``net``."""
+    return {k: phase_seconds(t, net) for k, t in phases.items()}
+
+
+# --- the model's report ------------------------------------------------------------------
+
+def uc_reference(p: CodedParams) -> CodedParams:
+    """The uncoded job at ``p``'s ``K``, ``q``, ``mu``, ``m``, ``n``, ``N``, in ``p``'s
+    field (so that the ratios compare values of one size)."""
+    uc = get("uc")
+    return runnable_params(CodedParams(uc, p.K, p.q, p.mu, p.m, p.n, p.N, 1, p.field_name))
+
+
+def network_report(p: CodedParams, net: Network, multicast: str = "p2p",
+                   bcast_tree: str = "binomial", order: Sequence[int] | None = None,
+                   assignment: Any = None) -> dict[str, Any]:
+    """``model --rate``'s ``network`` object: the network (hosts, rates, ``alpha``,
+    efficiency), the coded job's phases priced on it (:func:`coded_network`) and, beside
+    the uncoded job's at the same sizes and field (:func:`uc_reference`, same ``order``),
+    ``over_uc``: the shuffle's seconds and bytes on the wire over uc's, and the plain load
+    ratio (a multicast counted once: what a broadcast medium would give)."""
+    job = runnable_params(p)
+    cn = coded_network(build_placement(job, assignment), net, multicast, bcast_tree, order)
+    out = {**net.to_dict(), **cn.to_dict()}
+    try:
+        ucp = uc_reference(job)
+    except ConfigError as exc:  # uc cannot run at these sizes: no ratio
+        out["over_uc"] = {"shuffle_s": None, "shuffle_bytes": None, "load": None,
+                          "uc_not_runnable": str(exc)}
+        return out
+    uc = coded_network(build_placement(ucp), net, multicast, bcast_tree, order)
+    mine, ref = cn.phases["shuffle"], uc.phases["shuffle"]
+    out["over_uc"] = {
+        "shuffle_s": mine.seconds / ref.seconds if ref.seconds > 0 else None,
+        "shuffle_bytes": (mine.network_bytes / ref.network_bytes
+                          if ref.network_bytes > 0 else None),
+        "load": float(cn.plan.load / uc.plan.load) if uc.plan.load > 0 else None,
+        "uc_shuffle_s": ref.seconds, "uc_shuffle_bytes": ref.network_bytes}
+    return out
+
+
+def link_calibration(doc: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """``(alpha_s, efficiency)`` of a calibration file's optional ``network`` object
+    (``{"alpha_s": seconds per message, "efficiency": achieved fraction of the rate}``,
+    measured on the emulated network); None where absent.  Bad values: ConfigError
+    naming ``calibration``."""
+    netdoc = doc.get("network")
+    if netdoc is None:
+        return None, None
+    require(isinstance(netdoc, dict), "calibration", "network must be an object", netdoc)
+    alpha, eff = netdoc.get("alpha_s"), netdoc.get("efficiency")
+    for key, val, ok in (("alpha_s", alpha, lambda v: v >= 0),
+                         ("efficiency", eff, lambda v: 0 < v <= 1)):
+        require(val is None or (isinstance(val, (int, float)) and not isinstance(val, bool)
+                                and ok(val)), "calibration",
+                f"network.{key} must be a number " + (">= 0" if key == "alpha_s"
+                                                      else "in (0, 1]"), val)
+    return (None if alpha is None else float(alpha)), (None if eff is None else float(eff))
+
+
+def elastic_report(plan: StepPlan, speeds: Mapping[int, Any], cols: int, field_name: str,
+                   net: Network, prev_available: Sequence[int] | None = None
+                   ) -> dict[str, Any]:
+    """``plan cec --rate``'s ``network`` object for one step of ``N`` machines (``net`` has
+    ``N + 1`` ranks): the coded job's setup (every coded block once) and this step
+    (``plan``, in integer rows), and the uncoded baseline on the same ``L R`` rows of ``X``:
+    its setup (every row from the master), its moves from the split over
+    ``prev_available`` (default: every machine) to this step's, and its products."""
+    require(plan.rows is not None, "--rows", "the network model needs a plan in integer rows",
+            None)
+    assert plan.rows is not None
+    item = ITEMSIZE[field_name]
+    machines = sorted(speeds)
+    require(net.ranks == len(machines) + 1, "network",
+            f"must have N + 1 = {len(machines) + 1} ranks", net.ranks)
+    idle = [n for n in machines if n not in plan.available]
+    rows = plan.L * plan.rows
+    before = uncoded_split(speeds, machines if prev_available is None else prev_available,
+                           rows)
+    now = uncoded_split(speeds, plan.available, rows)
+    mv = moves(before, now)
+    first = moves(None, before)
+    coded = price({"setup": elastic_setup_traffic(machines, [(plan.rows, cols)], item),
+                   "step": elastic_step_traffic(plan, cols, item, idle)}, net)
+    uncoded = price({"setup": uncoded_move_traffic(before, first, cols, item),
+                     "moves": uncoded_move_traffic(now, mv, cols, item, idle),
+                     "step": uncoded_step_traffic(now, cols, item)}, net)
+    return {**net.to_dict(), "field": field_name, "itemsize": item, "cols": cols,
+            "coded": {k: c.to_dict() for k, c in coded.items()},
+            "uncoded": {**{k: c.to_dict() for k, c in uncoded.items()},
+                        "bytes_moved": sum((m.stop - m.start) * cols * item for m in mv)},
+            "seconds": {"coded_step": coded["step"].seconds,
+                        "uncoded_step": uncoded["moves"].seconds + uncoded["step"].seconds,
+                        "coded_setup": coded["setup"].seconds,
+                        "uncoded_setup": uncoded["setup"].seconds}}

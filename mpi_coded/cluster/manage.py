@@ -1,0 +1,317 @@
+"""``mpi-coded cluster up/run/status/down``: builds and removes the emulated cluster.
+
+Runs the commands :mod:`.netns` builds (``ip``, ``tc``, ``nsenter``), keeps the cluster's
+description, hostfiles and launcher in a state directory (default
+``/run/mpi-coded/NAME``) and reads the links' byte counters.  Needs root (or
+CAP_NET_ADMIN and CAP_SYS_ADMIN); without them :func:`missing_privilege` says what is
+missing.  Never imports mpi4py.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mpi_coded.cluster import netns
+from mpi_coded.cluster.netns import Cluster, ClusterError, Step
+from mpi_coded.errors import require
+
+STATE_ROOT = Path("/run/mpi-coded")
+STATE_FILE = "cluster.json"
+OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh")
+CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
+TOOLS = ("ip", "tc", "nsenter", "unshare")
+
+
+def missing_privilege() -> str | None:
+    """What is missing to build namespaces (root, CAP_NET_ADMIN, CAP_SYS_ADMIN, a tool)."""
+    for tool in TOOLS:
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (iproute2 and util-linux provide ip, tc, " \
+                   "nsenter and unshare)"
+    caps = 0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                caps = int(line.split()[1], 16)
+    except OSError:  # pragma: no cover - not Linux
+        return "needs Linux network namespaces (/proc/self/status is unreadable)"
+    missing = [n for n, bit in (("CAP_NET_ADMIN", CAP_NET_ADMIN),
+                                ("CAP_SYS_ADMIN", CAP_SYS_ADMIN)) if not caps >> bit & 1]
+    if missing:
+        who = "not root" if os.geteuid() != 0 else "root without " + " and ".join(missing)
+        return (f"needs root with {' and '.join(missing)} to make network namespaces "
+                f"({who}; run it as root)")
+    return None
+
+
+def run_step(step: Step, check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(list(step.argv), input=step.stdin, capture_output=True, text=True,
+                       timeout=120)
+    if check and r.returncode != 0:
+        raise ClusterError(f"{netns.shell_line(step.argv)} failed: "
+                           f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+    return r
+
+
+def existing_netns() -> set[str]:
+    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=60)
+    return {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+
+
+def existing_links() -> set[str]:
+    r = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                       timeout=60)
+    out = set()
+    for line in r.stdout.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) >= 2:
+            out.add(parts[1].strip().split("@")[0])
+    return out
+
+
+def used_subnets(state_root: Path = STATE_ROOT) -> set[int]:
+    """/24 indices of the block taken by addresses of the root namespace or by clusters up."""
+    used: set[int] = set()
+    r = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True,
+                       timeout=60)
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if "inet" in parts:
+            idx = netns.index_of_address(parts[parts.index("inet") + 1].split("/")[0])
+            if idx is not None:
+                used.add(idx)
+    if state_root.is_dir():
+        for f in state_root.glob(f"*/{STATE_FILE}"):
+            try:
+                subnet = json.loads(f.read_text())["subnet"]
+            except (OSError, ValueError, KeyError):
+                continue
+            idx = netns.index_of_address(str(ipaddress.ip_network(subnet).network_address))
+            if idx is not None:
+                used.add(idx)
+    return used
+
+
+def state_dir(name: str, directory: str | None) -> Path:
+    return Path(directory) if directory else STATE_ROOT / name
+
+
+def load(name: str, directory: str | None) -> tuple[Cluster, Path]:
+    d = state_dir(name, directory)
+    f = d / STATE_FILE
+    if not f.exists():
+        raise ClusterError(f"no cluster {name!r} is up (no {f}; start one with "
+                           f"mpi-coded cluster up --name {name})")
+    return Cluster.from_dict(json.loads(f.read_text())), d
+
+
+def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
+       directory: str | None, subnet: int | None = None) -> tuple[Cluster, Path, float]:
+    """Build the cluster; returns it, its state directory and the seconds it took."""
+    netns.plan_cluster(name, hosts, slots, rate, rate_of)  # bad input first
+    why = missing_privilege()
+    if why:
+        raise ClusterError(why)
+    t0 = time.perf_counter()
+    d = state_dir(name, directory)
+    if (d / STATE_FILE).exists():
+        raise ClusterError(f"cluster {name!r} is already up ({d}); "
+                           f"mpi-coded cluster down --name {name} first")
+    if subnet is None:
+        subnet = netns.subnet_index(name, used_subnets())
+    c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet)
+    clash = ({h.netns for h in c.hosts} & existing_netns()) | (
+        ({c.bridge} | {h.port for h in c.hosts}) & existing_links())
+    if clash:
+        raise ClusterError(f"--name {name}: {', '.join(sorted(clash))} already exist "
+                           "(another cluster of that name, or left over: "
+                           f"mpi-coded cluster down --name {name})")
+    d.mkdir(parents=True, exist_ok=True)
+    (d / STATE_FILE).write_text(json.dumps(c.to_dict(), indent=1) + "\n")
+    try:
+        for step in netns.setup_steps(c):
+            run_step(step)
+    except BaseException:
+        teardown(c, d)
+        raise
+    (d / "hosts.hydra").write_text(netns.hydra_hostfile(c))
+    (d / "hosts.openmpi").write_text(netns.openmpi_hostfile(c))
+    launcher = d / "launcher.sh"
+    launcher.write_text(netns.launcher_script(c, shutil.which("nsenter") or "nsenter",
+                                              shutil.which("unshare") or "unshare"))
+    launcher.chmod(0o755)
+    return c, d, time.perf_counter() - t0
+
+
+def kill_processes_in(c: Cluster) -> list[int]:
+    """SIGKILL what still runs in the cluster's namespaces (ranks, daemons); their pids."""
+    pids: list[int] = []
+    present = existing_netns()
+    for h in c.hosts:
+        if h.netns not in present:
+            continue
+        r = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True, text=True,
+                           timeout=60)
+        pids += [int(p) for p in r.stdout.split() if p.isdigit()]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def teardown(c: Cluster, d: Path) -> float:
+    t0 = time.perf_counter()
+    from mpi_coded.cluster import slurm
+
+    slurm.stop(c, d)
+    kill_processes_in(c)
+    for step in netns.teardown_steps(c, existing_netns(), existing_links()):
+        run_step(step, check=False)
+    for f in OWN_FILES:
+        (d / f).unlink(missing_ok=True)
+    for empty in (d, STATE_ROOT):  # the default root too, once no cluster is left
+        try:
+            empty.rmdir()
+        except OSError:
+            pass
+    return time.perf_counter() - t0
+
+
+def down(name: str, directory: str | None) -> tuple[Cluster, float]:
+    why = missing_privilege()
+    if why:
+        raise ClusterError(why)
+    c, d = load(name, directory)
+    return c, teardown(c, d)
+
+
+def counters(c: Cluster) -> dict[str, dict[str, Any]]:
+    """Per host: bytes it sent and received through its link (the bridge port's
+    counters: what the port received came from the host), and whether the link is up."""
+    r = subprocess.run(["ip", "-s", "-j", "link", "show", "master", c.bridge],
+                       capture_output=True, text=True, timeout=60)
+    by_port = {p["ifname"]: p for p in json.loads(r.stdout or "[]")} if r.returncode == 0 \
+        else {}
+    out = {}
+    for h in c.hosts:
+        p = by_port.get(h.port)
+        stats = (p or {}).get("stats64", {})
+        out[h.name] = {"sent_bytes": stats.get("rx", {}).get("bytes"),
+                       "received_bytes": stats.get("tx", {}).get("bytes"),
+                       "link": "up" if p and "UP" in p.get("flags", []) else
+                       ("down" if p else "missing")}
+    return out
+
+
+def status(name: str, directory: str | None) -> dict[str, Any]:
+    c, d = load(name, directory)
+    present = existing_netns()
+    count = counters(c)
+    from mpi_coded.cluster import slurm
+
+    hosts = [{"host": h.name, "address": h.address, "netns": h.netns,
+              "netns_present": h.netns in present, "port": h.port, "rate": h.rate,
+              "rate_bps": h.rate_bps, **count[h.name]} for h in c.hosts]
+    return {"cluster": c.name, "subnet": c.subnet, "bridge": c.bridge,
+            "bridge_address": c.bridge_address, "slots": c.slots, "state_dir": str(d),
+            "slurm": slurm.describe(d), "hosts": hosts}
+
+
+def set_link(name: str, directory: str | None, host: str, state: str) -> str:
+    """Take a host's link down or up (its bridge port: both directions)."""
+    c, _ = load(name, directory)
+    h = c.host(host)
+    require(h is not None, "HOST", "must be a host of the cluster", host)
+    assert h is not None
+    run_step(Step(("ip", "link", "set", h.port, state)))
+    return h.name
+
+
+# --- running MPI across the hosts ---------------------------------------------------------
+
+def default_mpiexec() -> str:
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.exists():
+        return str(here)
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise ClusterError("no mpiexec next to this python nor on PATH: give the command "
+                           "with its mpiexec (mpi-coded cluster run -- mpiexec -n 2 ...)")
+    return found
+
+
+def mpi_flavor(exe: str) -> str:
+    """``mpich`` (hydra), ``openmpi`` or ``other`` from ``exe --version``."""
+    try:
+        r = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    except (OSError, subprocess.TimeoutExpired):
+        return "other"
+    text = r.stdout + r.stderr
+    if "Open MPI" in text or "OpenRTE" in text:
+        return "openmpi"
+    if "HYDRA" in text:
+        return "mpich"
+    return "other"
+
+
+def mpi_command(c: Cluster, d: Path, command: list[str]) -> tuple[list[str], dict[str, str],
+                                                                      str]:
+    """``command`` (``mpiexec ...``, or a program to start under the default mpiexec) with
+    the cluster's launcher, hostfile and TCP settings; its environment; the flavor."""
+    require(bool(command), "COMMAND", "must be given after --, e.g. "
+            "mpi-coded cluster run -- mpiexec -n 7 mpi-coded run cec")
+    first = Path(command[0]).name
+    if first in ("mpiexec", "mpirun", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.openmpi"):
+        exe = shutil.which(command[0]) or command[0]
+        rest = command[1:]
+    else:
+        exe, rest = default_mpiexec(), command
+    flavor = mpi_flavor(exe)
+    if flavor == "other":
+        raise ClusterError(f"{exe}: neither MPICH's hydra nor Open MPI (from --version)")
+    extra, env = netns.mpi_launch(flavor, c, str(d))
+    return [exe, *extra, *rest], env, flavor
+
+
+def run(name: str, directory: str | None, command: list[str], timeout: float | None) -> int:
+    c, d = load(name, directory)
+    argv, env, flavor = mpi_command(c, d, command)
+    before = counters(c)
+    full = {**os.environ, **{k: v for k, v in env.items()
+                             if k in ("MPI_CODED_NETWORK",) or k not in os.environ}}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=full, start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except BaseException as exc:
+        from mpi_coded.proctree import kill_tree
+
+        kill_tree(proc.pid)
+        proc.wait()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            print(f"mpi-coded cluster: {argv[0]} timed out after {timeout} s and was killed",
+                  file=sys.stderr)
+            return 124
+        raise
+    after = counters(c)
+    moved = {h: {k: (after[h][k] or 0) - (before[h][k] or 0)
+                 for k in ("sent_bytes", "received_bytes")} for h in after}
+    total = sum(v["sent_bytes"] for v in moved.values())
+    print(f"mpi-coded cluster {c.name}: {flavor}, rc {rc}, {time.perf_counter() - t0:.2f} s; "
+          f"links carried {total} bytes: " + ", ".join(
+              f"{h} sent {v['sent_bytes']} received {v['received_bytes']}"
+              for h, v in moved.items()), file=sys.stderr)
+    return rc

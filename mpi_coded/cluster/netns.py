@@ -1,0 +1,301 @@
+"""The emulated cluster as values: names, addresses, rates and the commands that build it.
+
+A cluster ``NAME`` of ``H`` hosts is
+
+* a bridge ``mc-NAME-br`` in the root namespace with address ``.1`` of the cluster's /24
+  (chosen inside 198.18.0.0/15, distinct for every cluster that is up);
+* per host ``k`` (1-based): a network namespace ``mpi-coded-NAME-nodek``, a veth pair whose
+  root end ``mc-NAME-k`` is a port of the bridge and whose other end is the host's
+  ``eth0`` with address ``.(k+1)``; the host name is ``NAME-nodek`` (set in a UTS
+  namespace by the launcher);
+* shaping with ``tbf``: the host's egress on its ``eth0``, its ingress on the bridge port
+  (whose egress goes toward the host), both at the host's rate.
+
+Everything here is pure: :func:`setup_steps` and :func:`teardown_steps` return the
+``ip``/``tc`` command lines (argv lists and batch text) that :mod:`.manage` runs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shlex
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mpi_coded.errors import ConfigError, require
+from mpi_coded.rates import format_rate, parse_rate  # the one rate parser (re-exported)
+
+BLOCK = ipaddress.ip_network("198.18.0.0/15")
+"""The addresses the emulated clusters use (RFC 2544's benchmarking block)."""
+SUBNETS = BLOCK.num_addresses // 256  # 512 /24s
+MAX_HOSTS = 200
+NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
+DEFAULT_NAME = "mc"
+DEFAULT_RATE = "1gbit"
+TBF_LATENCY = "100ms"
+MIN_BURST = 64 * 1024  # bytes: at least one GSO segment of the veth
+
+
+def check_name(name: str) -> str:
+    require(bool(NAME_RE.match(name)), "--name",
+            "must be 1-6 characters, a lowercase letter then lowercase letters or digits", name)
+    return name
+
+
+def subnet_index(name: str, used: Iterable[int]) -> int:
+    """The cluster's /24 inside the block: from a hash of its name, the next free one."""
+    taken = set(used)
+    start = zlib.crc32(name.encode()) % SUBNETS
+    for i in range(SUBNETS):
+        idx = (start + i) % SUBNETS
+        if idx not in taken:
+            return idx
+    raise ConfigError("--name", "no free /24 left in 198.18.0.0/15", name)
+
+
+def subnet_of(index: int) -> ipaddress.IPv4Network:
+    base = int(BLOCK.network_address) + 256 * index
+    return ipaddress.IPv4Network((base, 24))
+
+
+def index_of_address(addr: str) -> int | None:
+    """The /24 index of ``addr`` if it is inside the block."""
+    a = ipaddress.ip_address(addr)
+    if a.version != 4 or a not in BLOCK:
+        return None
+    return (int(a) - int(BLOCK.network_address)) // 256
+
+
+@dataclass(frozen=True)
+class Host:
+    index: int  # 1-based
+    name: str  # host name (UTS) and the name in the hostfiles
+    netns: str
+    port: str  # the veth end on the bridge (root namespace)
+    address: str
+    rate_bps: int  # both directions
+
+    @property
+    def rate(self) -> str:
+        return format_rate(self.rate_bps)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    subnet: str  # e.g. 198.18.42.0/24
+    bridge: str
+    bridge_address: str
+    slots: int
+    hosts: tuple[Host, ...]
+
+    @property
+    def prefix_len(self) -> int:
+        return ipaddress.ip_network(self.subnet).prefixlen
+
+    def host(self, key: str) -> Host | None:
+        """A host by name, number (``2``) or address."""
+        for h in self.hosts:
+            if key in (h.name, str(h.index), h.address):
+                return h
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Cluster:
+        hosts = tuple(Host(**h) for h in d["hosts"])
+        return cls(**{**d, "hosts": hosts})
+
+    def network_record(self, transport: str) -> dict[str, Any]:
+        """What a run record says about the network (``MPI_CODED_NETWORK``)."""
+        return {"cluster": self.name, "emulated": True, "subnet": self.subnet,
+                "hosts": [h.name for h in self.hosts],
+                "rates": {h.name: h.rate for h in self.hosts}, "transport": transport}
+
+
+def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE,
+                 rate_of: Sequence[str] = (), subnet: int = 0) -> Cluster:
+    """Validate the ``up`` arguments and name everything (ConfigError on bad input)."""
+    check_name(name)
+    require(isinstance(hosts, int) and 1 <= hosts <= MAX_HOSTS, "--hosts",
+            f"must be an integer from 1 to {MAX_HOSTS}", hosts)
+    require(isinstance(slots, int) and slots >= 1, "--slots", "must be an integer >= 1", slots)
+    require(0 <= subnet < SUBNETS, "--subnet", f"must be from 0 to {SUBNETS - 1}", subnet)
+    default = parse_rate(rate, "--rate")
+    names = [f"{name}-node{k}" for k in range(1, hosts + 1)]
+    rates = dict.fromkeys(names, default)
+    for item in rate_of:
+        host, sep, value = str(item).partition("=")
+        require(bool(sep) and bool(host), "--rate-of", "must be HOST=RATE", item)
+        key = host if host in rates else (names[int(host) - 1] if host.isdigit()
+                                          and 1 <= int(host) <= hosts else None)
+        require(key is not None, "--rate-of",
+                f"must name a host of the cluster ({names[0]}..{names[-1]} or 1..{hosts})",
+                host)
+        assert key is not None
+        rates[key] = parse_rate(value, "--rate-of")
+    net = subnet_of(subnet)
+    addr = [str(a) for a in net.hosts()]
+    return Cluster(
+        name=name, subnet=str(net), bridge=f"mc-{name}-br", bridge_address=addr[0],
+        slots=slots,
+        hosts=tuple(Host(index=k, name=n, netns=f"mpi-coded-{n}", port=f"mc-{name}-{k}",
+                         address=addr[k], rate_bps=rates[n])
+                    for k, n in enumerate(names, start=1)))
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot be built, used or found (one line, exit 2)."""
+
+
+# --- the commands -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Step:
+    """One command: ``argv`` with ``stdin`` (a batch file's text, or empty)."""
+
+    argv: tuple[str, ...]
+    stdin: str = ""
+
+
+def tbf(bps: int) -> list[str]:
+    """``tbf`` arguments for ``bps``: a burst of at least 64 KiB (one GSO segment) or 2 ms."""
+    burst = max(MIN_BURST, bps // 8 // 500)
+    return ["tbf", "rate", f"{bps}bit", "burst", str(burst), "latency", TBF_LATENCY]
+
+
+def setup_steps(c: Cluster) -> list[Step]:
+    """Create the cluster: one ``ip -batch`` in the root namespace, then per host one
+    ``ip -n NS -batch`` (addresses, links up) and the shaping (``tc -batch``)."""
+    root = [f"link add {c.bridge} type bridge",
+            f"link set {c.bridge} type bridge forward_delay 0 stp_state 0",
+            f"addr add {c.bridge_address}/{c.prefix_len} dev {c.bridge}",
+            f"link set {c.bridge} up"]
+    for h in c.hosts:
+        root += [f"netns add {h.netns}",
+                 f"link add {h.port} type veth peer name eth0 netns {h.netns}",
+                 f"link set {h.port} master {c.bridge} up"]
+    steps = [Step(("ip", "-batch", "-"), "\n".join(root) + "\n")]
+    for h in c.hosts:
+        steps.append(Step(("ip", "-n", h.netns, "-batch", "-"),
+                          f"addr add {h.address}/{c.prefix_len} dev eth0\n"
+                          "link set lo up\nlink set eth0 up\n"))
+    shape = [" ".join(["qdisc", "add", "dev", h.port, "root", *tbf(h.rate_bps)])
+             for h in c.hosts]
+    steps.append(Step(("tc", "-batch", "-"), "\n".join(shape) + "\n"))
+    for h in c.hosts:
+        steps.append(Step(("tc", "-n", h.netns, "qdisc", "add", "dev", "eth0", "root",
+                           *tbf(h.rate_bps))))
+    return steps
+
+
+def teardown_steps(c: Cluster, existing_netns: Iterable[str], existing_links: Iterable[str]
+                   ) -> list[Step]:
+    """Remove what :func:`setup_steps` made and still exists (namespaces take their
+    ``eth0`` and its peer with them; then the ports left and the bridge)."""
+    ns = set(existing_netns)
+    links = set(existing_links)
+    lines = [f"netns del {h.netns}" for h in c.hosts if h.netns in ns]
+    lines += [f"link del {h.port}" for h in c.hosts if h.port in links]
+    if c.bridge in links:
+        lines.append(f"link del {c.bridge}")
+    return [Step(("ip", "-force", "-batch", "-"), "\n".join(lines) + "\n")] if lines else []
+
+
+# --- launching MPI across the hosts -------------------------------------------------------
+
+def hydra_hostfile(c: Cluster) -> str:
+    return "".join(f"{h.name}:{c.slots}\n" for h in c.hosts)
+
+
+def openmpi_hostfile(c: Cluster) -> str:
+    return "".join(f"{h.name} slots={c.slots}\n" for h in c.hosts)
+
+
+SSH_OPTIONS_WITH_VALUE = "-b|-c|-D|-E|-e|-F|-I|-i|-J|-L|-l|-m|-O|-o|-p|-Q|-R|-S|-W|-w"
+
+
+def launcher_script(c: Cluster, nsenter: str = "nsenter", unshare: str = "unshare") -> str:
+    """An ``ssh`` look-alike for the MPI launchers: ``SCRIPT [options] HOST COMMAND...``
+    runs ``COMMAND`` (joined, through ``sh -c``, as ssh does) in HOST's network
+    namespace under its host name."""
+    cases = "".join(f"    {h.name}|{h.address}) ns={h.netns}; name={h.name} ;;\n"
+                    for h in c.hosts)
+    return f"""#!/bin/sh
+# Written by `mpi-coded cluster up --name {c.name}`: runs a command on an emulated host,
+# called like ssh: [options] HOST COMMAND...
+while [ $# -gt 0 ]; do
+    case "$1" in
+        {SSH_OPTIONS_WITH_VALUE}) shift 2 ;;
+        --) shift; break ;;
+        -*) shift ;;
+        *) break ;;
+    esac
+done
+[ $# -ge 1 ] || {{ echo "mpi-coded cluster launcher: no host given" >&2; exit 255; }}
+host=$1
+shift
+case "$host" in
+{cases}    *) echo "mpi-coded cluster launcher: $host is not a host of cluster {c.name}" >&2
+       exit 255 ;;
+esac
+# shellcheck disable=SC2016  # $1 and $* expand in the inner shell
+exec {nsenter} --net=/run/netns/"$ns" {unshare} --uts sh -c \\
+    'hostname "$1" && shift && exec sh -c "$*"' sh "$name" "$@"
+"""
+
+
+def host_command(c: Cluster, host: Host, argv: Sequence[str]) -> list[str]:
+    """``argv`` run on ``host`` (its namespace and host name), for daemons and tests."""
+    return ["nsenter", f"--net=/run/netns/{host.netns}", "unshare", "--uts", "sh", "-c",
+            'hostname "$1" && shift && exec "$@"', "sh", host.name, *argv]
+
+
+TRANSPORT = "tcp"
+
+
+def mpi_launch(flavor: str, c: Cluster, state_dir: str) -> tuple[list[str], dict[str, str]]:
+    """Flags to put after ``mpiexec`` and the environment for ``flavor`` (``mpich`` or
+    ``openmpi``): the cluster's launcher and hostfile, and TCP between the hosts (else
+    MPICH's UCX would use shared memory across the namespaces)."""
+    launcher = f"{state_dir}/launcher.sh"
+    transport = {"mpich": "tcp (UCX tcp,self)", "openmpi": "tcp (ob1, btl tcp)"}.get(flavor,
+                                                                                  TRANSPORT)
+    net = json.dumps(c.network_record(transport), sort_keys=True)
+    env = {"MPI_CODED_NETWORK": net}
+    if flavor == "mpich":
+        env.update(UCX_TLS="tcp,self", FI_PROVIDER="tcp")
+        return (["-launcher", "ssh", "-launcher-exec", launcher, "-iface", c.bridge,
+                 "-f", f"{state_dir}/hosts.hydra"], env)
+    if flavor == "openmpi":
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        mca = {"plm_rsh_agent": launcher, "plm_rsh_no_tree_spawn": "1", "pml": "ob1",
+               "btl": "tcp,self", "btl_tcp_if_include": c.subnet,
+               "oob_tcp_if_include": c.subnet}
+        args = ["--hostfile", f"{state_dir}/hosts.openmpi"]
+        for k, v in mca.items():
+            args += ["--mca", k, v]
+        args += ["-x", "MPI_CODED_NETWORK"]
+        return args, env
+    raise ConfigError("mpiexec", "must be MPICH (hydra) or Open MPI", flavor)
+
+
+def job_env(c: Cluster) -> dict[str, str]:
+    """The environment of a job started inside the hosts (``sbatch``/``srun`` on the
+    cluster's SLURM, whose ranks MPICH starts with srun or hydra): TCP between the hosts
+    through OFI (short addresses: UCX's do not fit srun's PMI2 values), hydra's control
+    address from ``eth0`` (host names do not resolve), and the network record."""
+    return {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "UCX_TLS": "tcp,self",
+            "HYDRA_IFACE": "eth0",
+            "MPI_CODED_NETWORK": json.dumps(c.network_record("tcp (OFI tcp)"),
+                                            sort_keys=True)}
+
+
+def shell_line(argv: Sequence[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)

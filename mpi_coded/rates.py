@@ -1,0 +1,50 @@
+"""Link rates as text: one parser for every command that takes a rate.
+
+``mpi-coded cluster up --rate`` (the emulated links, :mod:`mpi_coded.cluster.netns`) and
+``mpi-coded model --rate`` (the network model, :mod:`mpi_coded.analysis.network`) read
+the same spelling: a number and a tc unit, ``100mbit``, ``1gbit``, ``1.5Gbit/s``,
+``250kbit``, ``12.5mbps``, ``5e8bit`` (units are case-insensitive; ``...bit`` are bits
+per second, ``...bps`` bytes per second, as in tc; a trailing ``/s`` is accepted;
+a bare number is bits per second).  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mpi_coded.errors import require
+
+UNITS: dict[str, int] = {
+    "bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12,
+    "bps": 8, "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9, "tbps": 8 * 10**12,
+}
+"""tc's rate units in bits per second: ``...bit`` are bits, ``...bps`` bytes per second."""
+
+RATE_RULE = "must be a rate > 0 like 100mbit, 1gbit, 1.5Gbit/s or 12.5mbps (tc units)"
+
+_RATE_RE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)(/s)?\s*")
+
+
+def parse_rate(text: str, arg: str = "--rate") -> int:
+    """A rate (module docstring) in bits per second, rounded to an integer.
+
+    Bad input (unparsable, an unknown unit, or not > 0 after rounding): a
+    :class:`~mpi_coded.errors.ConfigError` naming ``arg``.
+    """
+    m = _RATE_RE.fullmatch(str(text))
+    require(m is not None, arg, RATE_RULE, text)
+    assert m is not None
+    unit = m.group(2).lower() or "bit"
+    require(unit in UNITS and not (m.group(3) and unit.endswith("bps")), arg, RATE_RULE,
+            text)
+    bps = int(round(float(m.group(1)) * UNITS[unit]))
+    require(bps > 0, arg, RATE_RULE, text)
+    return bps
+
+
+def format_rate(bps: int) -> str:
+    """``100000000`` -> ``100mbit`` (exact units only, else ``...bit``)."""
+    for unit, mult in (("tbit", 10**12), ("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)):
+        if bps % mult == 0:
+            return f"{bps // mult}{unit}"
+    return f"{bps}bit"

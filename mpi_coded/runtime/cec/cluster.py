@@ -1,0 +1,113 @@
+"""What the elastic master knows of its machines, shared by the job and its policies.
+
+:class:`Cluster` holds the links to the machines (:class:`~mpi_coded.runtime.core.peers.Peers`),
+the speeds the plans use (the configured ones, or ``speeds = "auto"``: the
+:class:`~mpi_coded.cec.estimate.SpeedEstimator` estimates learnt from every measured
+answer, on time or late) and the suspects (:mod:`mpi_coded.cec.suspects`).
+"""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.cec.config import CECConfig
+from mpi_coded.cec.scenario import stragglers_at, true_speeds
+from mpi_coded.cec.suspects import Suspects
+from mpi_coded.faults import Fault
+from mpi_coded.fields import get_field
+from mpi_coded.runtime.core import records
+from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.peers import Peers
+from mpi_coded.runtime.core.wait import deadline_in
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def payload(msg: tuple[P.Header, np.ndarray | None]) -> np.ndarray:
+    """The array of a message that must carry one (a wire error naming the sender if not)."""
+    h, arr = msg
+    if arr is None:
+        raise P.WireError(f"{h.kind.name} from rank {h.source} has no payload")
+    return arr
+
+
+class Cluster:
+    """The master's view of the cluster: links, speeds, suspects."""
+
+    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:
+        self.cfg, self.comm, self.faults = cfg, comm, faults
+        self.field = get_field(cfg.field)
+        self.machines = list(range(1, cfg.N + 1))
+        self.links = Peers(comm, self.machines)
+        self.suspects = Suspects(cfg.suspect_after)
+        self.estimator = cfg.speeds.make_estimator(self.machines)
+        self.observed = 0
+
+    def hard(self) -> float:
+        """The deadline of a wait that is not a step's (``timeout_s`` from now)."""
+        return deadline_in(self.cfg.timeout_s)
+
+    # -- speeds ---------------------------------------------------------------------------
+
+    @property
+    def estimated(self) -> bool:
+        """``speeds = "auto"``: plans use estimates, the configured speeds are hidden."""
+        return self.cfg.speeds.auto
+
+    def plan_speeds(self) -> dict[int, Fraction]:
+        """The speeds a plan uses: estimated, or the configured ones."""
+        return self.estimator.speeds() if self.estimated else self.cfg.speed_map
+
+    def seconds_per_row(self) -> dict[int, float]:
+        """Estimated seconds per row (``t_row`` each until a machine was measured)."""
+        if self.observed:
+            return self.estimator.seconds_per_row()
+        return {n: self.cfg.t_row for n in self.machines}
+
+    def true_speeds(self, t: int, env: list[int]) -> dict[int, Fraction]:
+        """The throttles' real speeds at step ``t`` (only to report the oracle's time)."""
+        return true_speeds(self.cfg, self.faults, t, env)
+
+    def stragglers(self, t: int, env: list[int]) -> list[int]:
+        return list(stragglers_at(self.cfg, t, env))
+
+    def speed_estimates(self, speeds: dict[int, Fraction]) -> dict[str, float] | None:
+        """The step record's ``speed_estimates`` (None unless estimated)."""
+        return {str(n): float(v) for n, v in speeds.items()} if self.estimated else None
+
+    # -- answers --------------------------------------------------------------------------
+
+    def observe(self, metas: dict[int, dict[str, float]]) -> None:
+        """Learn from machines' ``TASK_META`` records (estimated speeds only)."""
+        for n, meta in metas.items():
+            if self.estimated and meta["rows"] > 0 and \
+                    self.estimator.observe(n, int(meta["rows"]), meta["busy_s"]):
+                self.observed += 1
+
+    def on_late(self, h: P.Header, arr: np.ndarray | None) -> None:
+        """A late answer: the machine is alive; a late META still measures its speed."""
+        self.suspects.heard(h.source)
+        if h.kind == P.Kind.META:
+            self.observe({h.source: records.TASK_META.unpack(arr, h.source)})
+
+    def preempted(self, env: list[int]) -> list[int]:
+        return [n for n in self.machines if n not in env]
+
+
+def overrun(metas: dict[int, dict[str, float]]) -> list[int]:
+    """Machines whose real compute took longer than their throttle's target."""
+    return [n for n in metas if metas[n]["compute_s"] > metas[n]["target_s"] > 0]
+
+
+def measured(metas: dict[int, dict[str, float]]) -> dict[str, Any]:
+    """A step record's ``compute_s``, ``sleep_s`` and ``throttle_overrun`` from its METAs."""
+    return {"compute_s": {str(n): metas[n]["compute_s"] for n in sorted(metas)},
+            "sleep_s": {str(n): metas[n]["sleep_s"] for n in sorted(metas)},
+            "throttle_overrun": overrun(metas)}

@@ -1,0 +1,279 @@
+"""The coded policies' products (``heterogeneous``, ``heterogeneous-tw``, ``cyclic``).
+
+Setup: encode ``X~_n`` with the systematic MDS generator and send each machine
+its block once (A.1; linreg: a block of ``X^T`` too).  Each product, in phases:
+
+* **plan**: the step's plan (A.3-A.5, the transition-waste-aware layout, or the
+  cyclic baseline; with ``S`` stragglers every row set on ``L + S`` machines);
+* **order**: every planned machine its row sets and ``w``; the others IDLE;
+* **collect**: until the step deadline (``deadline_factor * predicted +
+  deadline_slack_s``); machines that miss it are sent CUT, treated as
+  preempted for that step and the product is re-planned onto the others
+  (``replanned``); they become suspects, left out of later plans until their
+  late answer arrives (:mod:`mpi_coded.cec.suspects`).  With ``S > 0`` each
+  row set is complete at its first ``L`` answers and the machines still
+  computing are sent CUT (``cut_off``);
+* **decode**: each row set from ``L`` answers with the cached ``G_P^{-1}`` (A.2);
+* **record**: verified against the direct ``X w``, the step's record.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.cec.data import encode_blocks, encode_matrix
+from mpi_coded.cec.decode import StepDecoder, decode_parts, decode_step
+from mpi_coded.cec.estimate import step_time
+from mpi_coded.cec.plan import StepPlan, make_plan
+from mpi_coded.cec.suspects import StepSuspects
+from mpi_coded.cec.waste import transition_waste
+from mpi_coded.codes.mds import DecoderCache, systematic_mds
+from mpi_coded.results import ElasticStep
+from mpi_coded.runtime.cec.cluster import Cluster, overrun, warn
+from mpi_coded.runtime.cec.collect import Attempt, collect
+from mpi_coded.runtime.cec.steps import Clock, Setup, Steps
+from mpi_coded.runtime.cec.tasks import task_tables
+from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.wait import DeadlineExceeded, wait_all
+
+
+@dataclass
+class Product:
+    """One coded product of the job: its matrix (for verification) and decode buffers."""
+
+    x: np.ndarray
+    R: int
+    dec: StepDecoder
+    per_step: int = 1  # products per step (linreg: 2, on wire steps 2t - 1 and 2t)
+
+    def first_vstep(self, t: int) -> int:
+        return self.per_step * (t - 1) + 1
+
+
+@dataclass
+class Flight:
+    """One product in flight: what its phases share."""
+
+    t: int
+    which: int
+    prod: Product
+    prev: StepPlan | None
+    avail: list[int]
+    S: int
+    speeds: dict[int, Fraction]
+    planned: StepPlan
+    idle: list[int]
+    start: float
+    plan: StepPlan = field(init=False)
+    attempt: int = 0
+    late: list[int] = field(default_factory=list)
+    reqs: list[MPI.Request] = field(default_factory=list)
+    tasks: dict[int, np.ndarray] = field(default_factory=dict)
+    deadline: float = 0.0
+    att: Attempt = field(init=False)
+    cut_off: list[int] = field(default_factory=list)
+    collected: float = 0.0
+    decoded: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.plan = self.planned
+
+    @property
+    def vstep(self) -> int:
+        """The product's step on the wire (linreg: ``2t - 1`` and ``2t``)."""
+        return self.prod.first_vstep(self.t) + self.which
+
+
+class CodedSteps(Steps):
+    """Products of a coded policy, in phases (module docstring)."""
+
+    def __init__(self, cl: Cluster, x: np.ndarray) -> None:
+        super().__init__(cl, x)
+        cfg, fld = self.cfg, self.field
+        self.g = systematic_mds(fld, cfg.N, cfg.L)
+        self.decoder = DecoderCache(fld, self.g)
+        R = cfg.rows_per_block
+        per_step = 2 if cfg.workload == "linreg" else 1
+        self.prods = [Product(x, R, StepDecoder(self.decoder, fld, cfg.L, R), per_step)]
+        if per_step == 2:
+            Rt = -(-cfg.cols // cfg.L)
+            self.prods.append(Product(np.ascontiguousarray(x.T), Rt,
+                                      StepDecoder(self.decoder, fld, cfg.L, Rt), per_step))
+        self.prev: list[StepPlan | None] = [None] * per_step
+        self.sus = StepSuspects((), (), (), ())
+        self.env: list[int] = []
+
+    def setup(self, env: list[int]) -> Setup:
+        cfg, cl, fld = self.cfg, self.cl, self.field
+        coded = encode_blocks(cfg, fld, self.g, self.x)
+        hard = cl.hard()
+        reqs = []
+        for n in cl.machines:
+            reqs += P.isend(cl.comm, n, P.Kind.BLOCK, 0, coded[n - 1])
+        if len(self.prods) == 2:  # and of X^T, for the gradient X^T z
+            coded_t = encode_matrix(fld, self.g, cfg.L, self.x.T)
+            for n in cl.machines:
+                reqs += P.isend(cl.comm, n, P.Kind.BLOCK, 1, coded_t[n - 1])
+        cl.links.handshake(cfg.timeout_s)
+        wait_all(reqs, hard, "machines to receive their coded blocks")
+        return Setup(int(coded.nbytes), int(coded[0].nbytes),
+                     f"{cfg.N} coded blocks of {cfg.rows_per_block}x{cfg.cols} {fld.name}")
+
+    def replay(self, envs: list[list[int]]) -> None:
+        for env in envs:  # (heterogeneous-tw lays out against each previous plan)
+            self.prev[0] = self.make(env, min(self.cfg.S, len(env) - self.cfg.L), self.prev[0])
+
+    def begin(self, t: int, env: list[int]) -> list[int]:
+        cfg = self.cfg
+        self.env, self.sus = env, self.cl.suspects.for_step(t, env, cfg.L + cfg.S)
+        if self.sus.forced:
+            warn(f"step {t}: suspects {list(self.sus.forced)} planned anyway (fewer than "
+                 f"L + S = {cfg.L + cfg.S} machines otherwise)")
+        return list(self.sus.planned)
+
+    def decoder_cache(self) -> dict[str, int]:
+        return {"hits": self.decoder.hits, "misses": self.decoder.misses}
+
+    # -- what the plan knows --------------------------------------------------------------
+
+    def make(self, avail: list[int], S: int, prev: StepPlan | None,
+             R: int | None = None) -> StepPlan:
+        return make_plan(self.cfg.policy, self.cl.plan_speeds(), self.cfg.L, avail,
+                         rows=R or self.cfg.rows_per_block, S=S, prev=prev)
+
+    def predict(self, plan: StepPlan, R: int) -> float:
+        """Seconds the plan should take, as far as the master knows the speeds."""
+        if not self.cl.estimated:
+            return self.cfg.predicted_s(plan.time, R)
+        tau = self.cl.seconds_per_row()
+        counts = plan.row_counts()
+        return max((counts[n] * tau[n] for n in plan.available), default=0.0)
+
+    # -- the phases -----------------------------------------------------------------------
+
+    def product(self, t: int, which: int, w: np.ndarray, avail: list[int]
+                ) -> tuple[ElasticStep, np.ndarray]:
+        f = self.plan(t, which, avail)
+        self.order(f, w)
+        while missing := self.collect(f):
+            self.replan(f, missing)
+            self.order(f, w)
+        y, cond, waited = self.decode(f)
+        rec = self.record(f, w, y, cond, waited)
+        self.prev[which] = f.plan
+        return rec, y
+
+    def plan(self, t: int, which: int, avail: list[int]) -> Flight:
+        cfg, prod = self.cfg, self.prods[which]
+        S = min(cfg.S, len(avail) - cfg.L)
+        speeds = self.cl.plan_speeds()
+        planned = self.make(avail, S, self.prev[which], prod.R)
+        idle = [n for n in self.cl.machines if n not in avail] if which == 0 else []
+        return Flight(t, which, prod, self.prev[which], avail, S, speeds, planned, idle,
+                      time.perf_counter())
+
+    def order(self, f: Flight, w: np.ndarray) -> None:
+        comm = self.cl.comm
+        f.tasks = task_tables(f.plan, self.cfg.S > 0)
+        for n in f.plan.available:
+            f.reqs += P.isend(comm, n, P.Kind.TASK, f.vstep, f.tasks[n], aux=f.attempt)
+            f.reqs += P.isend(comm, n, P.Kind.VECTOR, f.vstep, w)
+        if f.attempt == 0:
+            for n in f.idle:
+                f.reqs += P.isend(comm, n, P.Kind.IDLE, f.vstep)
+
+    def collect(self, f: Flight) -> list[int]:
+        """Answers in until complete (``[]``) or the step deadline (who is missing)."""
+        cl = self.cl
+        f.deadline = self.cfg.step_deadline(self.predict(f.plan, f.prod.R))
+        f.att = Attempt(f.plan, f.vstep, f.attempt, self.cfg.S > 0)
+        return collect(cl.links, cl.machines, f.att, soft=time.monotonic() + f.deadline,
+                       hard=cl.hard(), on_late=cl.on_late)
+
+    def replan(self, f: Flight, missing: list[int]) -> None:
+        """Machines missed the deadline: cut them, re-plan the product onto the others."""
+        cfg, links = self.cfg, self.cl.links
+        unfinished = [n for n in f.plan.available if not f.att.finished(n)]
+        f.reqs += links.send(unfinished, P.Kind.CUT, f.vstep, aux=f.attempt)
+        f.late += missing
+        for n in missing:
+            self.cl.suspects.missed(n, f.t)
+        f.avail = [n for n in f.avail if n not in missing]
+        if len(f.avail) < cfg.L:
+            raise DeadlineExceeded(
+                f"step {f.t}: {links.name(missing)} missed the step deadline "
+                f"({f.deadline:.3f} s) and fewer than L={cfg.L} machines remain")
+        warn(f"step {f.t}: {links.name(missing)} missed the deadline; re-planning onto "
+             f"{f.avail}")
+        f.attempt += 1
+        f.plan = self.make(f.avail, min(f.S, len(f.avail) - cfg.L), f.prev, f.prod.R)
+
+    def decode(self, f: Flight) -> tuple[np.ndarray, float, list[list[int]]]:
+        """``y`` from the answers (the machines still computing are cut off)."""
+        att, plan = f.att, f.plan
+        f.collected = time.perf_counter()
+        f.cut_off = [n for n in plan.available if not att.finished(n)]
+        if f.cut_off:
+            f.reqs += self.cl.links.send(f.cut_off, P.Kind.CUT, f.vstep, aux=f.attempt)
+        if att.per_set:
+            yb, cond, waited = decode_parts(plan, att.parts, f.prod.dec)
+        else:
+            yb, cond = decode_step(plan, att.results, f.prod.dec)
+            waited = [list(rs.machines) if rs.size else [] for rs in plan.sets]
+        f.decoded = time.perf_counter()
+        wait_all(f.reqs, self.cl.hard(), f"step {f.t} orders to be delivered")
+        self.cl.observe(att.metas)
+        if f.which == 0:  # once a step
+            self.account(f)
+        return yb.reshape(-1)[: f.prod.x.shape[0]], cond, waited
+
+    def account(self, f: Flight) -> None:
+        """Suspects: who was on time, who was cut off as the slowest too often."""
+        sus = self.cl.suspects
+        for n in f.plan.available:
+            if n in f.cut_off:
+                frac = f.att.delivered.get(n, 0) / max(1, f.plan.row_counts()[n])
+                if sus.cut(n, f.t, frac):
+                    warn(f"step {f.t}: machine {n} was cut off as the slowest more than "
+                         f"{self.cfg.suspect_after} steps in a row; left out until it answers")
+            else:
+                sus.on_time(n)
+                if n in self.sus.forced:
+                    sus.heard(n)
+
+    def record(self, f: Flight, w: np.ndarray, y: np.ndarray, cond: float,
+               waited: list[list[int]]) -> ElasticStep:
+        cfg, att, plan, R = self.cfg, f.att, f.plan, f.prod.R
+        err = self.check(y, f.prod.x, w)
+        waste = transition_waste(f.prev, plan)
+        if over := overrun(att.metas):
+            warn(f"step {f.t}: real compute exceeded the throttle target on machines {over}; "
+                 "the speeds are not what the config says")
+        true = self.cl.true_speeds(f.t, self.env)
+        oracle = make_plan(plan.policy, true, cfg.L, plan.available, rows=R, S=plan.S,
+                           prev=f.prev)
+        return self.step_record(
+            f.t, self.env, Clock(f.start, f.collected, f.decoded), att.metas, err, f.speeds,
+            float(oracle.time) * R * cfg.t_row,
+            float(step_time(dict(plan.load), true)) * R * cfg.t_row,
+            available=list(plan.available), replanned=bool(f.late), late=sorted(f.late),
+            attempts=f.attempt + 1, load={str(n): str(v) for n, v in plan.load},
+            rows={str(n): c for n, c in plan.row_counts().items()},
+            sets=plan.to_dict()["sets"], predicted_s=self.predict(plan, R),
+            predicted_planned_s=self.predict(f.planned, R), condition=cond,
+            transition_waste=str(waste), transition_waste_rows=float(waste * R),
+            bytes_step=self.traffic(f, w), S=plan.S, suspects=list(self.sus.left_out),
+            suspects_forced=list(self.sus.forced), rejoined=list(self.sus.rejoined),
+            waited_for=waited, cut_off=sorted(f.cut_off))
+
+    def traffic(self, f: Flight, w: np.ndarray) -> int:
+        """Bytes of the product's orders and answers."""
+        att = f.att
+        return sum(int(r.nbytes) + int(w.nbytes) for r in f.tasks.values()) + \
+            sum(int(r.nbytes) for r in att.results.values()) + \
+            sum(int(y_.nbytes) for parts in att.parts.values() for y_ in parts.values())

@@ -1,0 +1,88 @@
+"""A policy's products, in phases: what the job's step loop asks of the coded policies and
+of the uncoded baseline alike.
+
+Each product ``X w`` of a step (linreg: also ``X^T z``) goes through the phases
+``plan`` (who computes which rows), ``order`` (orders and ``w`` out), ``collect``
+(answers in), ``decode`` (``y`` from the answers) and ``record`` (the step's
+:class:`~mpi_coded.results.ElasticStep`).  :class:`Steps` is the interface and
+the record fields every policy fills the same way (:meth:`Steps.step_record`);
+:class:`~mpi_coded.runtime.cec.coded_steps.CodedSteps` and
+:class:`~mpi_coded.runtime.cec.uncoded_steps.UncodedSteps` are the two policies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from mpi_coded.results import ElasticStep
+from mpi_coded.runtime.cec.cluster import Cluster, measured
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a policy's setup sent: bytes in all, per machine, and a line for stdout."""
+
+    nbytes: int
+    per_machine: int
+    what: str
+
+
+@dataclass(frozen=True)
+class Clock:
+    """A product's ``perf_counter`` readings: orders out, answers in, decoded."""
+
+    start: float
+    collected: float
+    decoded: float
+
+
+class Steps:
+    """A policy's products (module docstring); subclasses implement the phases."""
+
+    def __init__(self, cl: Cluster, x: np.ndarray) -> None:
+        self.cl, self.cfg, self.field, self.x = cl, cl.cfg, cl.field, x
+
+    def setup(self, env: list[int]) -> Setup:
+        """Send the machines their data, once, with the READY handshake (``env``: the first
+        step's available machines)."""
+        raise NotImplementedError
+
+    def replay(self, envs: list[list[int]]) -> None:
+        """Resume: the available sets of the steps already run, in order."""
+
+    def begin(self, t: int, env: list[int]) -> list[int]:
+        """Step ``t`` starts with ``env`` available: the machines its first product uses."""
+        return env
+
+    def product(self, t: int, which: int, w: np.ndarray, avail: list[int]
+                ) -> tuple[ElasticStep, np.ndarray]:
+        """Product ``which`` (0: ``X w``, 1: ``X^T w``) of step ``t`` on ``avail``: its
+        record and the decoded ``y``."""
+        raise NotImplementedError
+
+    def decoder_cache(self) -> dict[str, int]:
+        return {"hits": 0, "misses": 0}
+
+    def step_record(self, t: int, env: list[int], clock: Clock, metas: dict[int, dict[str, float]],
+               err: float, speeds: dict[int, Fraction], oracle_s: float, true_s: float,
+               **own: Any) -> ElasticStep:
+        """The step record: the fields every policy fills alike, and the policy's ``own``
+        (its plan, prediction, traffic and reliability fields)."""
+        cl = self.cl
+        return ElasticStep(
+            step=t, policy=self.cfg.policy, field=self.field.name,
+            preempted=cl.preempted(env), wall_s=clock.decoded - clock.start,
+            collect_s=clock.collected - clock.start, decode_s=clock.decoded - clock.collected,
+            **measured(metas), max_error=err, verified=self.field.verified(err),
+            stragglers=cl.stragglers(t, env), speed_estimates=cl.speed_estimates(speeds),
+            oracle_time_s=oracle_s, true_time_s=true_s,
+            true_over_oracle=true_s / oracle_s if oracle_s > 0 else None,
+            workload=self.cfg.workload, **own)
+
+    def check(self, y: np.ndarray, x: np.ndarray, w: np.ndarray) -> Any:
+        """The decoded ``y``'s largest error against the direct ``x @ w``."""
+        return self.field.max_error(y, self.field.matmul(x, w))

@@ -1,0 +1,623 @@
+"""The emulated cluster (``mpi-coded cluster``): hosts as network namespaces on one bridge
+with shaped links, and the jobs run across them.
+
+The pure tests (names, addresses, commands, bad input) run anywhere.  The others need root
+(network namespaces, ``ip``, ``tc``): without it they are skipped with the reason, except
+under ``CI=true``, where they fail.  Every mpiexec runs through :func:`conftest.run_cmd`
+(its own process group, a hard timeout) under ``mpi-coded cluster run``, which picks the
+launcher flags and TCP settings for the flavor of the mpiexec next to ``sys.executable``:
+under ``.venv-ompi`` the same tests exercise Open MPI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, mpi_flavor, mpiexec_path, processes_matching, run_cmd
+from mpi_coded.cluster import netns
+
+pytestmark = pytest.mark.multihost
+
+P2P = ROOT / "scripts" / "p2p_throughput.py"
+CHECK = ROOT / "scripts" / "check_results.py"
+EIGHT_MIB = 8 * 1024 * 1024
+
+
+# --- pure: names, addresses, rates, commands ----------------------------------------------
+
+def test_rates_parse_in_tc_units_and_bad_rates_name_the_argument():
+    assert netns.parse_rate("100mbit") == 10**8
+    assert netns.parse_rate("1gbit") == 10**9
+    assert netns.parse_rate("12.5mbps") == 10**8
+    assert netns.format_rate(10**8) == "100mbit"
+    for bad in ("0mbit", "-1gbit", "fast", "10 parsecs", ""):
+        with pytest.raises(netns.ConfigError, match=r"^--rate: must be a rate > 0"):
+            netns.parse_rate(bad)
+
+
+def test_a_cluster_is_named_and_addressed_inside_the_block():
+    c = netns.plan_cluster("ab1", 3, slots=2, rate="1gbit", rate_of=["2=100mbit"], subnet=7)
+    assert c.subnet == "198.18.7.0/24" and c.bridge == "mc-ab1-br"
+    assert c.bridge_address == "198.18.7.1"
+    assert [h.name for h in c.hosts] == ["ab1-node1", "ab1-node2", "ab1-node3"]
+    assert [h.address for h in c.hosts] == ["198.18.7.2", "198.18.7.3", "198.18.7.4"]
+    assert [h.rate for h in c.hosts] == ["1gbit", "100mbit", "1gbit"]
+    assert all(len(n) <= 15 for h in c.hosts for n in (h.port, c.bridge))
+    # two clusters never share a /24, and every /24 is inside 198.18.0.0/15
+    a = netns.subnet_index("ab1", [])
+    assert netns.subnet_index("ab1", [a]) != a
+    assert netns.subnet_of(511).supernet(new_prefix=15) == netns.BLOCK
+    # the commands: one root batch, per host an ip -n batch, shaping both ways
+    steps = netns.setup_steps(c)
+    assert steps[0].argv == ("ip", "-batch", "-")
+    assert "link add mc-ab1-2 type veth peer name eth0 netns mpi-coded-ab1-node2" in \
+        steps[0].stdin
+    assert ("tc", "-n", "mpi-coded-ab1-node2", "qdisc", "add", "dev", "eth0", "root",
+            "tbf", "rate", "100000000bit") == steps[-2].argv[:11]
+    assert "qdisc add dev mc-ab1-2 root tbf rate 100000000bit" in steps[-4].stdin
+    assert netns.hydra_hostfile(c).splitlines() == ["ab1-node1:2", "ab1-node2:2",
+                                                    "ab1-node3:2"]
+    args, env = netns.mpi_launch("mpich", c, "/s")
+    assert args[:4] == ["-launcher", "ssh", "-launcher-exec", "/s/launcher.sh"]
+    assert env["UCX_TLS"] == "tcp,self" and json.loads(env["MPI_CODED_NETWORK"])["rates"] == {
+        "ab1-node1": "1gbit", "ab1-node2": "100mbit", "ab1-node3": "1gbit"}
+    args, env = netns.mpi_launch("openmpi", c, "/s")
+    assert "plm_rsh_agent" in args and "198.18.7.0/24" in args
+
+
+def test_the_launcher_script_is_clean_shell(work):
+    exe = shutil.which("shellcheck")
+    if exe is None:
+        pytest.skip("shellcheck is not installed (apt-get install shellcheck)")
+    script = work / "launcher.sh"
+    script.write_text(netns.launcher_script(netns.plan_cluster("ab1", 2, subnet=3)))
+    r = run_cmd([exe, str(script)], timeout=60)
+    assert r.returncode == 0, r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--hosts", "0"], "--hosts: must be an integer from 1 to 200"),
+    (["--hosts", "2", "--rate", "0mbit"], "--rate: must be a rate > 0"),
+    (["--hosts", "2", "--rate", "quick"], "--rate: must be a rate > 0"),
+    (["--hosts", "2", "--rate-of", "x-node3=1gbit"], "--rate-of: must name a host"),
+    (["--hosts", "2", "--rate-of", "3=1gbit"], "--rate-of: must name a host"),
+    (["--hosts", "2", "--rate-of", "2=-5kbit"], "--rate-of: must be a rate > 0"),
+    (["--hosts", "2", "--name", "Bad_Name"], "--name: must be 1-6 characters"),
+])
+def test_bad_input_is_one_line_naming_the_argument(args, message):
+    r = run_cmd([sys.executable, "-m", "mpi_coded", "cluster", "up", *args], timeout=60)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.splitlines()) == 1, \
+        r.stderr
+
+
+def test_without_root_or_cap_net_admin_one_line_says_what_is_missing():
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        r = run_cmd([sys.executable, "-m", "mpi_coded", "cluster", "up", "--hosts", "2"], 60)
+        if os.geteuid() != 0:
+            assert r.returncode == 2 and "needs root" in r.stderr
+            assert len(r.stderr.splitlines()) == 1
+        return
+    for drop, says in ((["--bounding-set=-net_admin"], "root without CAP_NET_ADMIN"),
+                       (["--reuid=65534", "--regid=65534", "--clear-groups"], "not root")):
+        r = run_cmd(["setpriv", *drop, sys.executable, "-m", "mpi_coded", "cluster", "up",
+                     "--hosts", "2", "--dir", "/nonexistent/mc"], timeout=60)
+        assert r.returncode == 2 and says in r.stderr, r.stderr
+        assert len(r.stderr.splitlines()) == 1
+
+
+# --- on this machine: needs root ----------------------------------------------------------
+
+def _need_namespaces() -> None:
+    from mpi_coded.cluster import manage
+
+    why = manage.missing_privilege()
+    if why is None:
+        probe = f"mpi-coded-probe-{os.getpid()}"
+        r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True,
+                           timeout=60)
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=60)
+        if r.returncode != 0:
+            why = f"ip netns add fails here: {r.stderr.strip()}"
+    if why:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true but no emulated cluster can be made: {why}")
+        pytest.skip(f"no emulated cluster here: {why}")
+
+
+_COUNTER = [0]
+
+
+@pytest.fixture
+def work() -> Iterator[Path]:
+    """A directory of this test (not pytest's tmp_path: concurrent pytest runs on one
+    machine prune each other's base temp, and a cluster's state must outlive nothing)."""
+    d = Path(tempfile.mkdtemp(prefix="mpi-coded-multihost-"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _name() -> str:
+    """A cluster name of this test process (``t`` + 4 digits + a letter): no collision with
+    another test run or a user's cluster."""
+    _COUNTER[0] += 1
+    return f"t{os.getpid() % 10000:04d}{'abcdefghijklmnopqrstuvwxyz'[_COUNTER[0] % 26]}"
+
+
+class Emulated:
+    """A cluster made by ``mpi-coded cluster up`` for one test (or module)."""
+
+    def __init__(self, tmp: Path, hosts: int, *up_args: str) -> None:
+        self.name = _name()
+        self.dir = tmp / f"cluster-{self.name}"
+        self.hosts = hosts
+        r = self.cli("up", "--hosts", str(hosts), *up_args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        self.up_output = r.stdout
+
+    def cli(self, command: str, *args: str, timeout: float = 120.0):
+        return run_cmd([sys.executable, "-m", "mpi_coded", "cluster", command, "--name",
+                        self.name, "--dir", str(self.dir), *args], timeout=timeout)
+
+    def status(self) -> dict:
+        r = self.cli("status", "--json")
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def sent(self) -> dict[str, int]:
+        return {h["host"]: h["sent_bytes"] for h in self.status()["hosts"]}
+
+    def received(self) -> dict[str, int]:
+        return {h["host"]: h["received_bytes"] for h in self.status()["hosts"]}
+
+    def mpirun(self, n: int, program: list[str], timeout: float = 300.0, *extra: str):
+        exe = mpiexec_path()
+        if exe is None:
+            pytest.skip("no mpiexec: install the 'local' or the 'openmpi' extra")
+        return self.cli("run", "--timeout", str(timeout), "--", exe, *extra, "-n", str(n),
+                        *program, timeout=timeout + 60)
+
+    def down(self) -> None:
+        if (self.dir / "cluster.json").exists():
+            r = self.cli("down")
+            assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _snapshot() -> dict[str, list[str]]:
+    def out(*argv: str) -> list[str]:
+        return sorted(subprocess.run(list(argv), capture_output=True, text=True,
+                                     timeout=60).stdout.splitlines())
+
+    links = sorted(re.split(r":\s+", line, maxsplit=2)[1].split("@")[0]
+                   for line in out("ip", "-o", "link", "show"))
+    return {"netns": out("ip", "netns", "list"), "links": links,
+            "bridges": out("ip", "-o", "link", "show", "type", "bridge"),
+            "qdiscs": [q for q in out("tc", "qdisc", "show")]}
+
+
+def _ours(snapshot: dict[str, list[str]], name: str) -> dict[str, list[str]]:
+    return {k: [x for x in v if f"-{name}-" in x or f"mc-{name}" in x]
+            for k, v in snapshot.items()}
+
+
+def test_up_4_then_down_leaves_the_machine_as_found(work):
+    _need_namespaces()
+    before = _snapshot()
+    c = Emulated(work, 4, "--rate", "100mbit", "--rate-of", "3=50mbit")
+    try:
+        during = _snapshot()
+        assert len(_ours(during, c.name)["netns"]) == 4
+        st = c.status()
+        assert [h["rate"] for h in st["hosts"]] == ["100mbit", "100mbit", "50mbit", "100mbit"]
+        assert all(h["netns_present"] and h["link"] == "up" for h in st["hosts"])
+        # each host has its own host name and address; egress shaped on its eth0
+        h3 = st["hosts"][2]
+        r = run_cmd([str(c.dir / "launcher.sh"), "-x", h3["host"],
+                     "hostname; ip -o -4 addr show dev eth0; tc qdisc show dev eth0"], 60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines()[0] == h3["host"] and h3["address"] in r.stdout
+        assert "tbf" in r.stdout and "rate 50Mbit" in r.stdout
+        # ingress shaped on its bridge port
+        q = run_cmd(["tc", "qdisc", "show", "dev", h3["port"]], 60)
+        assert "tbf" in q.stdout and "rate 50Mbit" in q.stdout
+        assert (c.dir / "hosts.hydra").read_text().count(":2\n") == 4
+        # a network fault by hand: host 3's link down, then up again
+        assert c.cli("link", "3", "down").returncode == 0
+        assert [h["link"] for h in c.status()["hosts"]] == ["up", "up", "down", "up"]
+        assert c.cli("link", h3["host"], "up").returncode == 0
+        assert c.status()["hosts"][2]["link"] == "up"
+    finally:
+        c.down()
+    after = _snapshot()
+    assert _ours(after, c.name) == {k: [] for k in after}
+    assert after == before, {k: (sorted(set(before[k]) ^ set(after[k]))) for k in after}
+    assert not c.dir.exists()
+
+
+def test_up_16_hosts_and_down_take_seconds(work):
+    _need_namespaces()
+    c = Emulated(work, 16)
+    try:
+        took = float(re.search(r"up in ([0-9.]+) s", c.up_output).group(1))  # type: ignore
+        assert took < 5.0, c.up_output
+        assert len(c.status()["hosts"]) == 16
+    finally:
+        r = c.cli("down")
+    assert r.returncode == 0, r.stderr
+    assert float(re.search(r"in ([0-9.]+) s", r.stdout).group(1)) < 5.0  # type: ignore
+    print(c.up_output.strip(), "|", r.stdout.strip())
+
+
+def test_two_clusters_at_once_do_not_collide(work):
+    _need_namespaces()
+    a = Emulated(work, 1)
+    try:
+        b = Emulated(work, 1)
+        try:
+            sa, sb = a.status(), b.status()
+            assert sa["subnet"] != sb["subnet"] and sa["bridge"] != sb["bridge"]
+            # the same name twice: one line, exit 2
+            r = a.cli("up", "--hosts", "1")
+            assert r.returncode == 2 and "already up" in r.stderr
+        finally:
+            b.down()
+    finally:
+        a.down()
+
+
+# --- MPI across the hosts -----------------------------------------------------------------
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_8_mib_over_a_100_mbit_link_takes_its_time_and_crosses_it(work):
+    _need_namespaces()
+    c = Emulated(work, 2, "--rate", "100mbit", "--slots", "1")
+    try:
+        want = EIGHT_MIB * 8 / 100e6  # 0.671 s
+        walls = []
+        for _ in range(3):  # the best of up to 3 (other jobs share this machine's cores)
+            s0, r0 = c.sent(), c.received()
+            r = c.mpirun(2, [sys.executable, str(P2P), "--bytes", str(EIGHT_MIB)], 180)
+            assert r.returncode == 0, r.stdout + r.stderr
+            s1, r1 = c.sent(), c.received()
+            out = json.loads(r.stdout.strip().splitlines()[-1])
+            assert out["hosts"] == [f"{c.name}-node1", f"{c.name}-node2"]
+            crossed = s1[out["hosts"][0]] - s0[out["hosts"][0]]
+            arrived = r1[out["hosts"][1]] - r0[out["hosts"][1]]
+            assert crossed >= EIGHT_MIB and arrived >= EIGHT_MIB, (crossed, arrived)
+            walls.append(out["wall_s"])
+            if abs(out["wall_s"] - want) <= 0.1 * want:
+                break
+        print(f"8 MiB over 100 Mbit/s: {walls} s (ideal {want:.3f} s); "
+              f"{crossed} bytes left {out['hosts'][0]}, {arrived} reached {out['hosts'][1]}")
+        assert abs(min(walls, key=lambda w: abs(w - want)) - want) <= 0.1 * want, walls
+    finally:
+        c.down()
+
+
+@pytest.fixture(scope="module")
+def four_hosts() -> Iterator[Emulated]:
+    _need_namespaces()
+    d = Path(tempfile.mkdtemp(prefix="mpi-coded-multihost-"))
+    c = Emulated(d, 4, "--rate", "1gbit", "--slots", "2")
+    try:
+        yield c
+    finally:
+        c.down()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _check(path: Path) -> None:
+    r = run_cmd([sys.executable, str(CHECK), str(path)], timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_the_elastic_job_runs_across_4_hosts(four_hosts, work):
+    c = four_hosts
+    out = work / "cec.jsonl"
+    s0 = c.sent()
+    r = c.mpirun(7, [sys.executable, "-m", "mpi_coded", "run", "cec", "--out", str(out)], 300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s1 = c.sent()
+    _check(out)
+    lines = _lines(out)
+    config = next(x for x in lines if x.get("kind") == "config")
+    setup = next(x for x in lines if x.get("kind") == "setup")
+    hosts = setup["hosts"]
+    master = config["host"]
+    assert len(set(hosts.values()) | {master}) == 4, hosts
+    # auto waiting counts the ranks of this machine, not of the emulated host
+    assert config["ranks_on_node"] == 7 and config["wait_mode"] == "polite"
+    _check_network(config["network"], c)
+    # the coded blocks of the machines on other hosts crossed the links (and more)
+    remote = sum(1 for h in hosts.values() if h != master)
+    crossed = sum(s1[h] - s0[h] for h in s1)
+    assert crossed >= remote * setup["bytes_per_machine"], (crossed, remote)
+    assert "all verified: True" in r.stdout
+    print(f"cec across {sorted(set(hosts.values()))}: {crossed} bytes crossed the links "
+          f">= {remote} x {setup['bytes_per_machine']} (blocks to remote machines)")
+
+
+def _check_network(net: dict, c) -> None:
+    """The run record names the emulated network: its hosts, their rates, TCP."""
+    assert net["cluster"] == c.name and net["emulated"] is True
+    assert net["hosts"] == [f"{c.name}-node{k}" for k in range(1, 5)]
+    assert set(net["rates"]) == set(net["hosts"]) and net["transport"].startswith("tcp")
+
+
+CODED = ["--K", "6", "--q", "4", "--mu", "1/2", "--rows-per-batch", "4", "--n", "20",
+         "--N", "8"]
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+@pytest.mark.parametrize("scheme,multicast", [("unified", "p2p"), ("unified", "bcast"),
+                                              ("bdc", "bcast")])
+def test_the_coded_job_runs_across_4_hosts(four_hosts, work, scheme, multicast):
+    c = four_hosts
+    out = work / f"coded-{scheme}-{multicast}.jsonl"
+    extra = ["--T", "2"] if scheme == "bdc" else []
+    s0 = c.sent()
+    r = c.mpirun(7, [sys.executable, "-m", "mpi_coded", "run", "coded", "--scheme", scheme,
+                     *CODED, *extra, "--multicast", multicast, "--out", str(out)], 300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s1 = c.sent()
+    _check(out)
+    crossed = sum(s1[h] - s0[h] for h in s1)
+    assert crossed > 0
+    runs = [x for x in _lines(out) if x.get("kind") == "run"]
+    assert runs and all(x.get("verified") is True for x in runs)
+    config = next(x for x in _lines(out) if x.get("kind") == "config")
+    assert config["host"] == f"{c.name}-node1" and config["ranks_on_node"] == 7
+    _check_network(config["network"], c)
+    for x in runs:  # every rank's host: ranks 0-6 filled over the 4 hosts
+        assert sorted(x["hosts"]) == [str(k) for k in range(7)]
+        assert len(set(x["hosts"].values())) == 4, x["hosts"]
+    # the shuffle's bytes (between ranks, some on one host) are a part of what crossed
+    assert crossed >= sum(x["bytes_on_wire"] for x in runs), crossed
+    print(f"coded {scheme}/{multicast}: {crossed} bytes crossed the links "
+          f"(shuffle {sum(x['bytes_on_wire'] for x in runs)} B)")
+
+
+def test_no_rank_is_left_behind():
+    # every mpiexec above ran under a hard timeout; none of their ranks may survive
+    assert processes_matching("scripts/p2p_throughput.py --bytes", exclude=os.getpid()) == []
+
+
+# --- a multi-node SLURM on the hosts ------------------------------------------------------
+
+def _need_slurm() -> None:
+    missing = [t for t in ("slurmctld", "slurmd", "sbatch", "srun", "sacct", "munged")
+               if shutil.which(t) is None]
+    if missing:
+        why = f"SLURM is not installed ({', '.join(missing)} missing): apt-get install " \
+              "slurm-wlm munge"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true: {why}")
+        pytest.skip(why)
+
+
+def _wait_job(env: dict[str, str], job: str, timeout: float) -> dict[str, str]:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = run_cmd(["scontrol", "show", "job", "-o", job], 60, env=env)
+        fields = dict(kv.split("=", 1) for kv in r.stdout.split() if "=" in kv)
+        if fields.get("JobState") not in (None, "PENDING", "RUNNING", "CONFIGURING",
+                                          "COMPLETING"):
+            return fields
+        time.sleep(1)
+    run_cmd(["scancel", job], 60, env=env)
+    pytest.fail(f"job {job} did not end within {timeout} s")
+
+
+@pytest.mark.mpi
+@pytest.mark.slurm
+@pytest.mark.timeout(900)
+def test_the_shipped_batch_scripts_run_across_4_slurm_nodes(work):
+    """``cluster up --slurm``: slurmctld + munged here, a slurmd per host; slurm/cec.sh
+    (srun --mpi=pmi2 and mpiexec inside the allocation) and slurm/coded.sh with
+    ``sbatch -N 4`` run on the 4 nodes, COMPLETED in sacct, results verified."""
+    _need_namespaces()
+    _need_slurm()
+    if mpi_flavor() != "mpich":
+        pytest.skip("the SLURM jobs here use MPICH's srun (PMI2) and hydra")
+    c = Emulated(work, 4, "--rate", "1gbit", "--slurm")
+    try:
+        exports = c.cli("env").stdout
+        env = dict(re.findall(r"^export (\w+)=(.*)$", exports, re.M))
+        env = {k: v.strip("'") for k, v in env.items()}
+        assert "SLURM_CONF" in env
+        res = work / "results"
+        res.mkdir()
+        jobs = {"cec-srun": ("slurm/cec.sh", {"LAUNCHER": "srun"}),
+                "cec-mpiexec": ("slurm/cec.sh", {"LAUNCHER": "mpiexec"}),
+                "coded-srun": ("slurm/coded.sh", {
+                    "LAUNCHER": "srun", "CODED_ARGS": " ".join(
+                        ["--scheme", "unified", *CODED, "--multicast", "bcast"])})}
+        ids = {}
+        for name, (script, extra) in jobs.items():
+            r = run_cmd(["sbatch", "--parsable", "-N", "4", "--ntasks=7",
+                         f"--output={res}/{name}-%j.out", script], 60,
+                        env={**env, **extra, "MPI_CODED_ROOT": str(ROOT),
+                             "MPI_CODED_PYTHON": sys.executable, "RESULTS_DIR": str(res),
+                             "OUT": str(res / f"{name}.jsonl")})
+            assert r.returncode == 0, r.stderr
+            ids[name] = r.stdout.strip().split(";")[0]
+        for name, job in ids.items():
+            fields = _wait_job(env, job, 400)
+            log = next(res.glob(f"{name}-{job}.out")).read_text()
+            assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), log
+            assert fields["NodeList"] == f"{c.name}-node[1-4]"
+            _check(res / f"{name}.jsonl")
+            hosts = next(x for x in _lines(res / f"{name}.jsonl") if x.get("kind") == "config")
+            assert hosts["host"].startswith(f"{c.name}-node")
+            if name.startswith("cec"):
+                setup = next(x for x in _lines(res / f"{name}.jsonl")
+                             if x.get("kind") == "setup")
+                assert len(set(setup["hosts"].values())) >= 3, setup["hosts"]
+        acct = run_cmd(["sacct", "-c", "-n", "-P", "-o", "JobID,State,NNodes,ExitCode"], 60,
+                       env=env).stdout
+        got = {line.split("|")[0]: line.split("|")[1:] for line in acct.splitlines()}
+        for job in ids.values():
+            assert got[job] == ["COMPLETED", "4", "0:0"], acct
+        print(f"SLURM across 4 nodes: {ids}, sacct -c: {acct.strip()!r}")
+    finally:
+        c.down()
+    assert processes_matching(str(c.dir)) == []
+
+
+# --- network faults -----------------------------------------------------------------------
+
+def _long_config(path: Path, steps: int = 80) -> Path:
+    """The seed example for ``steps`` steps, every machine available, tight deadlines."""
+    path.write_text(
+        'job = "cec"\nN = 6\nL = 3\nspeeds = [1, 1, 1.5, 1.5, 2, 2]\nrows = 1260\n'
+        "cols = 200\nt_row = 0.001\ntimeout_s = 120.0\ndeadline_factor = 1.5\n"
+        'deadline_slack_s = 0.5\n\n[availability]\nkind = "schedule"\nschedule = ['
+        + ", ".join(["[1, 2, 3, 4, 5, 6]"] * steps) + "]\n")
+    return path
+
+
+class Background:
+    """``cluster run`` of the elastic job in its own process group, watched by its results."""
+
+    def __init__(self, c: Emulated, config: Path, out: Path, timeout: float) -> None:
+        exe = mpiexec_path()
+        if exe is None:
+            pytest.skip("no mpiexec: install the 'local' or the 'openmpi' extra")
+        self.out, self.timeout = out, timeout
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mpi_coded", "cluster", "run", "--name", c.name, "--dir",
+             str(c.dir), "--timeout", str(timeout), "--", exe, "-n", "7", sys.executable,
+             "-m", "mpi_coded", "run", "cec", "--config", str(config), "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True, cwd=ROOT)
+
+    def wait_for_step(self, step: int, timeout: float = 180.0) -> None:
+        import time
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.out.exists() and any(x.get("kind") == "step" and x.get("step") == step
+                                         for x in _lines_safe(self.out)):
+                return
+            if self.proc.poll() is not None:
+                pytest.fail(f"the job ended before step {step}: {self.proc.stdout.read()}")
+            time.sleep(0.1)
+        self.kill()
+        pytest.fail(f"no step {step} within {timeout} s")
+
+    def finish(self, timeout: float) -> tuple[int, str]:
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"the job did not end within {timeout} s")
+        return self.proc.returncode, out
+
+    def kill(self) -> None:
+        from mpi_coded.proctree import kill_tree
+
+        kill_tree(self.proc.pid)
+        self.proc.communicate()
+
+
+def _lines_safe(path: Path) -> list[dict]:
+    out = []
+    for x in path.read_text().splitlines():
+        try:
+            out.append(json.loads(x))
+        except ValueError:  # a line being written
+            pass
+    return out
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+@pytest.mark.timeout(600)
+def test_a_host_whose_link_goes_down_is_left_out_and_rejoins(four_hosts, work):
+    c = four_hosts
+    out = work / "link.jsonl"
+    job = Background(c, _long_config(work / "long.toml", steps=120), out, 300)
+    port = next(h["port"] for h in c.status()["hosts"] if h["host"] == f"{c.name}-node4")
+    # ``ip`` itself, not ``mpi-coded cluster link`` (a python start can take seconds on a
+    # loaded machine): down at step 3 for 4 s
+    try:
+        job.wait_for_step(3)
+        subprocess.run(["ip", "link", "set", port, "down"], check=True, timeout=60)
+        import time
+
+        time.sleep(4.0)
+    finally:
+        subprocess.run(["ip", "link", "set", port, "up"], check=True, timeout=60)
+    rc, text = job.finish(300)
+    assert rc == 0, text
+    _check(out)
+    lines = _lines(out)
+    setup = next(x for x in lines if x.get("kind") == "setup")
+    cut = {int(m) for m, h in setup["hosts"].items() if h == f"{c.name}-node4"}
+    assert cut, setup["hosts"]
+    steps = [x for x in lines if x.get("kind") == "step"]
+    missed = [s["step"] for s in steps if cut & set(s.get("late", []))]
+    left_out = [s["step"] for s in steps if cut & set(s.get("suspects", []))
+                and not cut & set(s["available"])]
+    rejoined = [s["step"] for s in steps if cut & set(s.get("rejoined", []))]
+    assert missed and left_out and rejoined, (missed, left_out, rejoined)
+    assert all(s["verified"] for s in steps)
+    # after the link came back they are planned again
+    assert any(cut <= set(s["available"]) for s in steps if s["step"] > max(rejoined) - 1)
+    print(f"link of {c.name}-node4 down: machines {sorted(cut)} missed the deadline at "
+          f"steps {missed}, left out in {len(left_out)} steps (verified without them), "
+          f"rejoined at {rejoined}")
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+@pytest.mark.timeout(600)
+def test_killing_every_rank_of_a_host_ends_the_job_naming_it(four_hosts, work):
+    import time
+
+    c = four_hosts
+    config = _long_config(work / "long.toml")
+    job = Background(c, config, work / "kill.jsonl", 300)
+    job.wait_for_step(3)
+    host = next(h for h in c.status()["hosts"] if h["host"] == f"{c.name}-node3")
+    pids = subprocess.run(["ip", "netns", "pids", host["netns"]], capture_output=True,
+                          text=True, timeout=60).stdout.split()
+    victims = [int(p) for p in pids if str(config) in _cmdline(p)]
+    assert len(victims) == 2, victims  # ranks 4 and 5
+    for p in victims:
+        os.kill(p, 9)
+    t0 = time.monotonic()
+    rc, text = job.finish(60)
+    took = time.monotonic() - t0
+    assert rc != 0 and took < 30.0, (rc, took, text)
+    assert host["host"] in text, text
+    assert processes_matching(str(config)) == []
+    print(f"killed ranks {victims} on {host['host']}: the job ended in {took:.1f} s, rc {rc}")
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

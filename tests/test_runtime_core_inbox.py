@@ -1,0 +1,108 @@
+"""runtime/core/inbox.py in one process: one posted header receive per peer, reposted after
+each message; ``test`` never blocks, ``recv`` waits to its deadline, a malformed header is
+consumed and named.  A stand-in communicator delivers headers (no payloads: those need
+MPI, tests/test_runtime_core_mpi.py)."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+import pytest
+
+from mpi_coded.runtime.core import wire
+from mpi_coded.runtime.core.inbox import Inbox
+from mpi_coded.runtime.core.wait import DeadlineExceeded, deadline_in
+from mpi_coded.runtime.core.wire import Kind, WireError
+
+
+class _Req:
+    def __init__(self, comm: _Comm, buf: np.ndarray, source: int, tag: int) -> None:
+        self.comm, self.buf, self.source, self.tag = comm, buf, source, tag
+        self.done = self.cancelled = self.completed = False
+
+    def Test(self) -> bool:  # noqa: N802 - mpi4py's name
+        assert not self.done and not self.cancelled, "a completed request tested again"
+        self.comm.tests += 1
+        q = self.comm.queue
+        if q and q[0][0] <= self.comm.tests:
+            self.buf[:] = q.popleft()[1]
+            self.done = True
+        return self.done
+
+    def Cancel(self) -> None:  # noqa: N802
+        self.cancelled = True
+
+    def Wait(self) -> None:  # noqa: N802
+        self.completed = True
+
+
+class _Comm:
+    """Delivers ``(after so many Tests, header words)`` from one peer, in order."""
+
+    def __init__(self, *headers: tuple[int, np.ndarray]) -> None:
+        self.queue = deque(headers)
+        self.posted: list[_Req] = []
+        self.tests = 0
+
+    def Irecv(self, buf, source, tag):  # noqa: N802
+        assert tag == wire.TAG_HEADER and buf.shape == (wire.HEADER_WORDS,)
+        self.posted.append(_Req(self, buf, source, tag))
+        return self.posted[-1]
+
+
+def header(kind: Kind, step: int, aux: int = 0) -> np.ndarray:
+    return wire._header(kind, step, None, aux)
+
+
+def test_inbox_test_never_blocks_and_keeps_one_receive_posted():
+    comm = _Comm((3, header(Kind.TASK, 2, aux=1)), (0, header(Kind.STOP, 2)))
+    box = Inbox(comm, 4)  # type: ignore[arg-type]
+    assert box.test({Kind.TASK}, 2, deadline_in(30)) is None
+    assert box.test({Kind.TASK}, 2, deadline_in(30)) is None
+    assert len(comm.posted) == 1 and comm.posted[0].source == 4
+    h, payload = box.test({Kind.TASK}, 2, deadline_in(30))  # type: ignore[misc]
+    assert (h.source, h.kind, h.step, h.aux, payload) == (4, Kind.TASK, 2, 1, None)
+    h, _ = box.test({Kind.STOP}, None, deadline_in(30))  # type: ignore[misc]
+    assert h.kind == Kind.STOP and len(comm.posted) == 2  # reposted after the message
+
+
+def test_inbox_recv_waits_until_the_message_arrives():
+    comm = _Comm((5, header(Kind.IDLE, 7)))
+    box = Inbox(comm, 0)  # type: ignore[arg-type]
+    h, _ = box.recv({Kind.IDLE, Kind.TASK}, 7, deadline_in(30), "an order")
+    assert h.kind == Kind.IDLE and comm.tests == 5 and len(comm.posted) == 1
+
+
+def test_inbox_recv_raises_at_its_deadline_naming_what_it_awaited():
+    box = Inbox(_Comm(), 0)  # type: ignore[arg-type]
+    t0 = time.monotonic()
+    with pytest.raises(DeadlineExceeded, match=r"^timed out waiting for an order$"):
+        box.recv({Kind.TASK}, 1, t0 + 0.2, "an order")
+    assert 0.2 <= time.monotonic() - t0 < 5.2
+
+
+def test_inbox_malformed_or_unexpected_header_is_consumed_and_names_the_sender():
+    bad = header(Kind.TASK, 1)
+    bad[0] = 0xBAD
+    comm = _Comm((0, bad), (0, header(Kind.BYE, 1)), (0, header(Kind.TASK, 1)))
+    box = Inbox(comm, 3)  # type: ignore[arg-type]
+    with pytest.raises(WireError, match=r"from rank 3: bad magic 0xbad"):
+        box.test({Kind.TASK}, 1, deadline_in(30))
+    with pytest.raises(WireError, match=r"^unexpected BYE from rank 3 \(expected TASK\)$"):
+        box.test({Kind.TASK}, 1, deadline_in(30))
+    h, _ = box.test({Kind.TASK}, 1, deadline_in(30))  # type: ignore[misc]
+    assert h.kind == Kind.TASK and len(comm.posted) == 3
+
+
+def test_inbox_cancel_cancels_the_posted_receive_and_forgets_it():
+    comm = _Comm()
+    box = Inbox(comm, 1)  # type: ignore[arg-type]
+    box.cancel()  # nothing posted: nothing to cancel
+    assert comm.posted == []
+    assert box.test({Kind.TASK}, 1, deadline_in(30)) is None
+    box.cancel()
+    assert comm.posted[0].cancelled and comm.posted[0].completed  # completed: freed
+    box.request()
+    assert len(comm.posted) == 2 and not comm.posted[1].cancelled
