@@ -121,6 +121,20 @@ def measured_vs_model(ax: Any, xs: Sequence[float], measured: Sequence[float],
         ax.plot(xs, model, "s--", color=color, label=f"{tag}{model_label}")
 
 
+def points_on_model(ax: Any, xs: Sequence[float], measured: Sequence[float | None],
+                    model: Sequence[float | None], label: str = "", color: Any = None,
+                    marker: str = "o") -> None:
+    """The model as a line (``-``, labelled ``LABEL model``) and the measured values as
+    markers on it (``LABEL measured``), in one colour; ``None`` values are left out."""
+    tag = f"{label}, " if label else ""
+    mx = [x for x, v in zip(xs, model) if v is not None]
+    ax.plot(mx, [v for v in model if v is not None], "-", color=color, alpha=0.8,
+            label=f"{tag}model")
+    px = [x for x, v in zip(xs, measured) if v is not None]
+    ax.plot(px, [v for v in measured if v is not None], marker, ls="none", color=color,
+            label=f"{tag}measured")
+
+
 def load_chart(ax: Any, labels: Sequence[str], measured: Sequence[float],
                analytic: Sequence[float | None], bad: Sequence[bool] = ()) -> None:
     """Measured communication load per label (bars) beside the analytic one (markers)."""

@@ -426,14 +426,69 @@ class RunContext(Part):
     ranks_on_node: int | None = optional()
     cores: int | None = optional()
     network: dict[str, Any] | None = optional()
-    """The network the job ran on (an emulated cluster's name, hosts, rates and transport:
-    ``mpi-coded cluster run`` exports it as ``MPI_CODED_NETWORK``); absent on one host."""
+    """The network the job ran on: an emulated cluster's name, hosts, rates, transport and
+    interface (``mpi-coded cluster run`` exports it as ``MPI_CODED_NETWORK``), else
+    ``{"emulated": false}``; absent in lines of older runtimes."""
 
     @classmethod
     def here(cls, **more: Any) -> RunContext:
         """This process's host and versions (:func:`run_context`) and ``more`` (the runtime
         adds the MPI library, world size and waiting strategy)."""
         return cls(**run_context(), **more)
+
+
+PhaseBytes = dict[str, dict[str, list[int] | None]]
+"""Phase -> host -> ``[sent, received]`` bytes (None: not measured on that host)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LinkBytes(Part):
+    """The bytes each host's link carried per phase, as its interface counted them, beside
+    the bytes the plan sends over it (the network model, :mod:`mpi_coded.analysis.network`),
+    in the run and step lines of a job whose ranks ran on several hosts or on an emulated
+    network (docs/coded.md, docs/elastic.md "Results"); absent otherwise."""
+
+    link_bytes: PhaseBytes | None = optional()
+    """Phase -> host -> ``[sent, received]`` as the host's interface counted them (frames:
+    payload, TCP/IP headers, acknowledgements, the MPI library's control); None where no
+    rank on the host took part in the phase or its counters could not be read."""
+    plan_bytes: PhaseBytes | None = optional()
+    """Phase -> host -> ``[sent, received]`` the plan sends between hosts (headers and
+    payloads, a multicast as its mode carries it; messages inside a host left out)."""
+
+    def plus(self, other: LinkBytes) -> LinkBytes:
+        """Both products of a step added, phase by phase and host by host (None where
+        either is None)."""
+        return LinkBytes(link_bytes=_add_phases(self.link_bytes, other.link_bytes),
+                         plan_bytes=_add_phases(self.plan_bytes, other.plan_bytes))
+
+
+class WithLinks:
+    """The records that carry a :class:`LinkBytes` part (as ``link``): its fields read
+    directly."""
+
+    link: LinkBytes | None
+
+    @property
+    def link_bytes(self) -> PhaseBytes | None:
+        return self.link.link_bytes if self.link is not None else None
+
+    @property
+    def plan_bytes(self) -> PhaseBytes | None:
+        return self.link.plan_bytes if self.link is not None else None
+
+
+def _add_phases(a: PhaseBytes | None, b: PhaseBytes | None) -> PhaseBytes | None:
+    if a is None or b is None:
+        return None
+    out: PhaseBytes = {}
+    for phase in [*a, *(k for k in b if k not in a)]:
+        x, y = a.get(phase, {}), b.get(phase, {})
+        out[phase] = {}
+        for h in [*x, *(k for k in y if k not in x)]:
+            u, v = x.get(h, [0, 0]), y.get(h, [0, 0])
+            out[phase][h] = None if u is None or v is None else [u[0] + v[0], u[1] + v[1]]
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -497,7 +552,7 @@ class ElasticConfig(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ElasticSetup(Record):
+class ElasticSetup(WithLinks, Record):
     """The coded blocks (or the uncoded rows) sent once, before the first step."""
 
     KIND: ClassVar[str] = SETUP
@@ -508,6 +563,9 @@ class ElasticSetup(Record):
     bytes_per_machine: int = 0
     hosts: dict[str, str] = _dict()
     """Machine id -> the host it runs on."""
+    link: LinkBytes | None = part(LinkBytes)
+    """Phase ``setup``: measured on the master's host only (the machines report nothing
+    before their first step)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -538,7 +596,7 @@ class Transpose(Part):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ElasticStep(Record):
+class ElasticStep(WithLinks, Record):
     """One step of an elastic job (README, "Results"), of every policy: the coded ones and
     the uncoded baseline (``bytes_moved``, ``move_s``, ``moves``: its data moves; 0 for the
     coded policies) and every workload (``eigenvalue``: power; ``residual`` and
@@ -594,6 +652,8 @@ class ElasticStep(Record):
     residual: float | None = None
     transpose: Transpose | None = nested(Transpose)
     """linreg: the step's second product, ``X^T z``."""
+    link: LinkBytes | None = part(LinkBytes)
+    """Phases ``step`` (and ``moves``: the uncoded baseline); linreg: both products added."""
 
     SUMMED: ClassVar[tuple[str, ...]] = ("wall_s", "collect_s", "decode_s", "predicted_s",
                                          "oracle_time_s", "true_time_s", "bytes_step")
@@ -608,7 +668,8 @@ class ElasticStep(Record):
         return dataclasses.replace(
             self, **added, residual=residual, transpose=Transpose.of(t),
             verified=self.verified and t.verified, max_error=max(self.max_error, t.max_error),
-            true_over_oracle=true / oracle if oracle > 0 else None)
+            true_over_oracle=true / oracle if oracle > 0 else None,
+            link=self.link.plus(t.link) if self.link and t.link else None)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -741,7 +802,7 @@ class CodedServerMap:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CodedRun(CodedRecord):
+class CodedRun(WithLinks, CodedRecord):
     """One repetition of a coded job (docs/coded.md, "Results").  Per-server fields are
     keyed by the server's number as a string."""
 
@@ -792,6 +853,9 @@ class CodedRun(CodedRecord):
     """Servers whose map report did not come within the grace period."""
     hosts: dict[str, str] | None = optional()
     """Rank -> the host it ran on (from the READY handshake)."""
+    link: LinkBytes | None = part(LinkBytes)
+    """Phases ``encode``, ``map``, ``shuffle``, ``reduce`` (the reducers' outputs to the
+    master travel in the reduce)."""
 
     def fields_dict(self) -> dict[str, Any]:
         out = super().fields_dict()

@@ -21,15 +21,29 @@ Reed-Solomon codes (docs/theory.md (C.1), (C.4)) add, in the same run:
   code, ``N/q = 120`` outputs, a random erasure pattern) by the RS FFT decoder against the
   old path, a ``[I; Cauchy]`` inverse (galois) and its product;
 - a scaled paper instance (``m = n = N = --scaled-m``, default 1800, GF(2^16), no
-  throttle): unified and BDC at ``T`` = 10, 100 and rows-per-batch, each one MPI job of
-  3 repetitions (their medians are compared with the model);
-  ``bdc_over_unified_measured`` (encode + reduce, master-observed phases) and
-  ``bdc_over_unified_model`` (the calibrated model of :mod:`mpi_coded.analysis.calibration`:
-  the phases' wall time, the servers sharing this machine's cores), objects keyed by
-  ``T``; ``bdc_over_unified_measured_compute``
-  (the same from the slowest server's own encode and decode seconds, without the phases'
-  messaging) and ``scaled_phases`` (measured and predicted encode and reduce seconds, the
-  encoder and decoder that ran).
+  throttle), in ``--runs`` independent runs (each its own ``mpiexec`` jobs): per run, short
+  training jobs (unified and BDC at ``--train-T``, default 15, 50, 300) fit the model of
+  :mod:`mpi_coded.analysis.calibration.fitted` (docs/theory.md (C.5)); then the measured
+  jobs, unified first and last and BDC at the held-out ``T`` = 10, 100 and rows-per-batch
+  between, ``--scaled-reps`` repetitions each.  ``bdc_over_unified_measured`` (encode +
+  reduce, median over the runs of each run's ratio of medians) with
+  ``bdc_over_unified_measured_iqr`` (over the runs), ``bdc_over_unified_measured_normalized``
+  (each repetition's encode + reduce scaled by the run's median map over its own map: the
+  map does the same work in both schemes, so it measures the share of the cores the job
+  got), ``bdc_over_unified_model`` (the fitted model, median over the runs' fits) and
+  ``bdc_over_unified_table_model`` (the table model of docs/theory.md (C.4) with
+  ``--calibration FILE`` or the base table), objects keyed by ``T``; ``scaled_summary`` and
+  ``scaled_summary_normalized`` (:func:`mpi_coded.analysis.calibration.summarize_runs`: per
+  ``T`` the runs' median, quartiles and IQR, the repetitions' spread, model over
+  measured, ``comparable`` / ``within`` / ``held``) and ``scaled_runs`` (every run).
+
+``--scaled-only`` runs only the scaled instance (no calibration measured); ``--out FILE``
+appends each run as one JSON line as it ends; ``--merge FILE ...`` runs nothing and
+summarizes the runs of several invocations (``--out`` files or this script's outputs)::
+
+    python scripts/bench_coded.py --scaled-only --out runs.jsonl            # ~8-12 min
+    python scripts/bench_coded.py --scaled-only --after-job --out runs.jsonl
+    python scripts/bench_coded.py --merge runs.jsonl
 """
 
 from __future__ import annotations
@@ -48,11 +62,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec, read_jsonl, run_mpi  # noqa: E402
 
+from mpi_coded.analysis.calibration.fitted import features_of, load_normalized  # noqa: E402
+from mpi_coded.analysis.calibration.predict import JobWork, job_work  # noqa: E402
 from mpi_coded.coded.schemes import get as get_scheme  # noqa: E402
+from mpi_coded.codes.prices import DEFAULT  # noqa: E402
 
 K, Q, MU = 9, 6, "1/3"
-SCALED_REPS = 3
-"""Repetitions of each scaled-instance job; their medians are compared with the model."""
+SCALED_REPS = 7
+"""Repetitions of each measured scaled-instance job (unified: two jobs, one first and one
+last in a run); their medians are compared with the model."""
+TRAIN_REPS = 3
+"""Repetitions of each training job of the fitted model."""
+TRAIN_T = "15,50,300"
+"""BDC's training settings beside unified at m = 1800 (docs/theory.md (C.5)): T = 15
+pins the blocked products (its encode), T = 50 the small inverses (its reduce), T = 300 the
+scalar kernel and copies (its encode) and the per-partition Python (its reduce); unified
+pins the RS FFT encoder and decoder."""
 
 
 def run_scheme(tmp: Path, scheme: str, m: int, n: int, N: int, T: int, field: str,
@@ -115,58 +140,254 @@ def rs_reduce_speedup(m: int = 720, seed: int = 0) -> dict:
             "rs_reduce_s": timings["rs_fft"], "inverse_reduce_s": timings["inverse"], "m": m}
 
 
-def scaled_instance(tmp: Path, m: int, table: dict) -> dict:
-    """Unified and BDC at T = 10, 100, rows-per-batch on ``m = n = N``, GF(2^16): measured
-    encode + reduce against the calibrated model (the phases' wall time with the servers
-    sharing this machine's cores)."""
-    from mpi_coded.analysis import calibration
+def scaled_job(tmp: Path, m: int, eta: int, T: int, reps: int, tag: str) -> list[dict]:
+    """One scaled-instance job (its own ``mpiexec``): unified (``T = 1``) or BDC at ``T``,
+    ``reps`` repetitions; its repetitions' records."""
+    scheme = "unified" if T == 1 else "bdc"
+    out = tmp / f"scaled_{tag}_{scheme}_{T}.jsonl"
+    args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(Q), "--mu", MU,
+            "--rows-per-batch", str(eta), "--n", str(m), "--N", str(m),
+            "--field", "gf2^16", "--out", str(out), "--timeout", "1200", "--reps", str(reps)]
+    if T > 1:
+        args += ["--T", str(T)]
+    run_mpi(K + 1, args, timeout=1800)
+    runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
+    if not runs:
+        raise SystemExit(f"scaled T={T}: the job wrote no repetition to {out}")
+    return runs
+
+
+_WORK: dict[tuple[int, int], JobWork] = {}
+
+
+def scaled_work(m: int, eta: int, T: int) -> JobWork:
+    """The job's listed work (:func:`mpi_coded.analysis.calibration.job_work`), cached."""
     from mpi_coded.coded.schemes import coded_params
+
+    if (m, T) not in _WORK:
+        p = coded_params("unified" if T == 1 else "bdc", K, Q, MU, eta, m, m, T=T,
+                         field="gf2^16")
+        jw = job_work(p)
+        assert jw is not None  # unified and BDC list their work
+        _WORK[(m, T)] = jw
+    return _WORK[(m, T)]
+
+
+def short_mpi_job() -> None:
+    """A short coded job (unified at m = 720, 2 repetitions): what the machine looks like
+    right after another MPI job."""
+    eta = get_scheme("unified").rows_per_batch_for(K, Q, MU, 720)
+    with tempfile.TemporaryDirectory() as d:
+        run_mpi(K + 1, ["run", "coded", "--scheme", "unified", "--K", str(K), "--q", str(Q),
+                        "--mu", MU, "--rows-per-batch", str(eta), "--n", "720", "--N", "720",
+                        "--field", "gf2^16", "--reps", "2", "--out", str(Path(d) / "w.jsonl")],
+                timeout=600)
+
+
+def scaled_run(m: int, Ts: list[int], train_Ts: list[int], reps: int, train_reps: int,
+               base: dict, table: dict | None, after_job: bool, index: int) -> dict:
+    """One independent run of the scaled instance (``m = n = N``, GF(2^16)): short training
+    jobs (unified and BDC at ``train_Ts``, ``train_reps`` each) fit the model of
+    :mod:`mpi_coded.analysis.calibration.fitted` (docs/theory.md (C.5)); then the measured
+    jobs, unified first and last (its repetitions pooled: the machine drifts within a run)
+    and BDC at each held-out ``T`` between, ``reps`` each.  Per ``T``: every repetition's
+    encode + reduce, the measured ratio (medians), the fitted model's and the table model's
+    (:func:`mpi_coded.analysis.calibration.predict_seconds`'s work priced with ``table``,
+    or with ``base``)."""
+    from mpi_coded.analysis import calibration
 
     cores = calibration.cores_here()
     eta = get_scheme("unified").rows_per_batch_for(K, Q, MU, m)
-    Ts = [T for T in (10, 100, eta) if m % T == 0 and (eta * 36) % T == 0]
+    run: dict = {"run": index, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                 "load_average": os.getloadavg()[0], "after_mpi_job": after_job,
+                 "scaled_m": m, "cores": cores}
+    if after_job:
+        short_mpi_job()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        observations, train_records = [], []
+        for T in [1, *train_Ts]:
+            recs = scaled_job(tmp, m, eta, T, train_reps, f"train{index}")
+            train_records += recs
+            feats = features_of(scaled_work(m, eta, T), base)
+            observations.append((str(T), feats, recs))
+        # every training phase at the run's median map (load_normalized): a repetition
+        # that other work on the machine slowed is slowed in its map alike
+        train_map = statistics.median(r["map_s"] for r in train_records)
+        obs = [calibration.Observation(name, feats, {
+            **{ph: statistics.median(load_normalized(recs, ph, train_map))
+               for ph in ("encode", "reduce")},
+            "map": statistics.median(r["map_s"] for r in recs)})
+            for name, feats, recs in observations]
+        model = calibration.fit(obs, cores, calibration.phase_overhead(train_records))
+        run["train_s"] = time.perf_counter() - t0
+        theta = ", ".join(f"{k} x{v:.3f}" for k, v in model.theta.items())
+        train = ", ".join(f"{k}: {v['encode']:.2f}/{v['reduce']:.2f}"
+                          for k, v in model.training.items())
+        print(f"run {index}: fitted on T={[1, *train_Ts]}: {theta}, map x{model.map:.3f}, "
+              f"overhead {model.overhead_s * 1e3:.1f} ms, fixed {list(model.fixed)}; "
+              f"training pred/meas encode/reduce {train}", flush=True)
+        records: dict[str, list[dict]] = {"1": []}
+        for T in [1, *Ts, 1]:
+            records.setdefault(str(T), []).extend(
+                scaled_job(tmp, m, eta, T, reps, f"run{index}_{len(records)}"))
+    run["measure_s"] = time.perf_counter() - t0 - run["train_s"]
+    run["fit"] = model.to_dict()
+    feats_u = features_of(scaled_work(m, eta, 1), base)
+    pred_table = {str(T): scaled_work(m, eta, T).seconds(table or base, cores)["wall"]
+                  for T in [1, *Ts]}
+    reps_er = {T: [r["encode_s"] + r["reduce_s"] for r in recs] for T, recs in records.items()}
+    run_map = statistics.median(r["map_s"] for recs in records.values() for r in recs)
+    reps_norm = {T: load_normalized(recs, "encode_reduce", run_map)
+                 for T, recs in records.items()}
     phases: dict[str, dict] = {}
-    for T in [1, *Ts]:
-        scheme = "unified" if T == 1 else "bdc"
-        out = tmp / f"scaled_{scheme}_{T}.jsonl"
-        args = ["run", "coded", "--scheme", scheme, "--K", str(K), "--q", str(Q), "--mu", MU,
-                "--rows-per-batch", str(eta), "--n", str(m), "--N", str(m),
-                "--field", "gf2^16", "--out", str(out), "--timeout", "1200",
-                "--reps", str(SCALED_REPS)]
-        if T > 1:
-            args += ["--T", str(T)]
-        run_mpi(K + 1, args, timeout=1800)
-        runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
-        warm = runs  # every repetition (the ranks pre-touch their heap)
-        med = {k: statistics.median(r[k] for r in warm) for k in ("encode_s", "reduce_s")}
-        rec = runs[-1]
-        p = coded_params(scheme, K, Q, MU, eta, m, m, T=T, field="gf2^16")
-        pred = calibration.predict_seconds(p, table, cores=cores)["wall"]
-        phases[str(T)] = {
-            "scheme": scheme, "encode_s": med["encode_s"], "reduce_s": med["reduce_s"],
-            "first_encode_s": runs[0]["encode_s"], "first_reduce_s": runs[0]["reduce_s"],
+    for key, recs in records.items():
+        f = features_of(scaled_work(m, eta, int(key)), base)
+        pred = model.predict(f)
+        phases[key] = {
+            "scheme": "unified" if key == "1" else "bdc", "reps": len(recs),
+            **{f"{ph}_s": statistics.median(r[f"{ph}_s"] for r in recs)
+               for ph in ("encode", "reduce", "map")},
+            "encode_reduce": calibration.spread(reps_er[key]),
             "server_encode_s": statistics.median(max(r["server_encode_s"].values())
-                                                 for r in warm),
+                                                 for r in recs),
             "server_decode_s": statistics.median(max(r["server_decode_s"].values())
-                                                 for r in warm),
+                                                 for r in recs),
             "model_encode_s": pred["encode"], "model_reduce_s": pred["reduce"],
-            "encoder": rec.get("encoder"), "decoder": rec.get("decoder"),
-            "verified": all(r["verified"] for r in runs),
-            "max_peak_rss_mb": rec.get("max_peak_rss_mb")}
-    uni = phases["1"]
-    meas = {T: (v["encode_s"] + v["reduce_s"]) / (uni["encode_s"] + uni["reduce_s"])
-            for T, v in phases.items() if T != "1"}
-    compute = {T: (v["server_encode_s"] + v["server_decode_s"])
-               / (uni["server_encode_s"] + uni["server_decode_s"])
-               for T, v in phases.items() if T != "1"}
-    model = {T: (v["model_encode_s"] + v["model_reduce_s"])
-             / (uni["model_encode_s"] + uni["model_reduce_s"])
-             for T, v in phases.items() if T != "1"}
-    return {"bdc_over_unified_measured": meas, "bdc_over_unified_model": model,
-            "bdc_over_unified_measured_compute": compute,
-            "model_over_measured_ratio": {T: model[T] / meas[T] for T in meas},
-            "model_over_measured_compute_ratio": {T: model[T] / compute[T] for T in meas},
-            "scaled_phases": phases, "scaled_m": m, "scaled_rows_per_batch": eta}
+            "model_map_s": pred["map"],
+            "table_model_encode_s": pred_table[key]["encode"],
+            "table_model_reduce_s": pred_table[key]["reduce"],
+            "encoder": recs[-1].get("encoder"), "decoder": recs[-1].get("decoder"),
+            "verified": all(r["verified"] for r in recs),
+            "max_peak_rss_mb": recs[-1].get("max_peak_rss_mb")}
+        if key != "1":
+            phases[key]["model_ratio"] = model.ratio(f, feats_u)
+    uni = statistics.median(reps_er["1"])
+    uni_norm = statistics.median(reps_norm["1"])
+    tu = pred_table["1"]["encode"] + pred_table["1"]["reduce"]
+    run.update(
+        reps={T: v for T, v in reps_er.items()},
+        reps_normalized=reps_norm, map_reference_s=run_map,
+        rep_phases={T: [[r["encode_s"], r["map_s"], r["reduce_s"]] for r in recs]
+                    for T, recs in records.items()},
+        train_phases={name: [[r["encode_s"], r["map_s"], r["reduce_s"]] for r in recs]
+                      for name, _, recs in observations},
+        ratio_measured={str(T): statistics.median(reps_er[str(T)]) / uni for T in Ts},
+        ratio_measured_normalized={str(T): statistics.median(reps_norm[str(T)]) / uni_norm
+                                   for T in Ts},
+        ratio_model={str(T): phases[str(T)]["model_ratio"] for T in Ts},
+        ratio_table_model={str(T): (pred_table[str(T)]["encode"] + pred_table[str(T)]["reduce"])
+                           / tu for T in Ts},
+        ratio_measured_compute={
+            str(T): (phases[str(T)]["server_encode_s"] + phases[str(T)]["server_decode_s"])
+            / (phases["1"]["server_encode_s"] + phases["1"]["server_decode_s"]) for T in Ts},
+        phases=phases, verified=all(v["verified"] for v in phases.values()),
+        load_average_end=os.getloadavg()[0])
+    for T in Ts:
+        k = str(T)
+        print(f"run {index} T={T}: measured {run['ratio_measured'][k]:.3f}, load-normalized "
+              f"{run['ratio_measured_normalized'][k]:.3f} (BDC reps IQR/med "
+              f"{phases[k]['encode_reduce']['rel_iqr']:.2f}, unified "
+              f"{phases['1']['encode_reduce']['rel_iqr']:.2f}), fitted model "
+              f"{run['ratio_model'][k]:.3f}, table model {run['ratio_table_model'][k]:.3f}",
+              flush=True)
+    return run
+
+
+def scaled_instance(m: int, runs: int, reps: int, train_reps: int, Ts: list[int] | None,
+                    train_Ts: list[int], base: dict, table: dict | None, after_job: bool,
+                    out: str | None) -> dict:
+    """``runs`` independent runs of the scaled instance (:func:`scaled_run`; the first
+    started right after a short MPI job if ``after_job``), each appended to ``out`` as one
+    JSON line as it ends, and their summary (:func:`merged`)."""
+    eta = get_scheme("unified").rows_per_batch_for(K, Q, MU, m)
+    if Ts is None:
+        Ts = [T for T in (10, 100, eta) if m % T == 0 and (eta * 36) % T == 0]
+    done = []
+    for i in range(runs):
+        r = scaled_run(m, Ts, train_Ts, reps, train_reps, base, table, after_job and i == 0,
+                       i)
+        done.append(r)
+        if out:
+            with open(out, "a") as fh:
+                fh.write(json.dumps({"kind": "scaled_run", **r}) + "\n")
+    return merged(done)
+
+
+def merged(runs: list[dict]) -> dict:
+    """The runs' summary (:func:`mpi_coded.analysis.calibration.summarize_runs`) and the
+    keys the figures read: ``bdc_over_unified_measured`` (median over the runs),
+    ``bdc_over_unified_model`` (the fitted model, median over the runs),
+    ``bdc_over_unified_table_model``, objects keyed by ``T``."""
+    from mpi_coded.analysis import calibration
+
+    summary = calibration.summarize_runs(runs)
+    per = summary["per_T"]
+    norm = calibration.summarize_runs(runs, measured_key="ratio_measured_normalized",
+                                      reps_key="reps_normalized")
+    return {
+        "bdc_over_unified_measured_normalized": {T: v["measured"]["median"]
+                                                 for T, v in norm["per_T"].items()},
+        "bdc_over_unified_measured_normalized_iqr": {T: v["measured"]["iqr"]
+                                                     for T, v in norm["per_T"].items()},
+        "model_over_measured_normalized_ratio": {T: v["model_over_measured"]
+                                                 for T, v in norm["per_T"].items()},
+        "scaled_summary_normalized": norm,
+        "bdc_over_unified_measured": {T: v["measured"]["median"] for T, v in per.items()},
+        "bdc_over_unified_measured_iqr": {T: v["measured"]["iqr"] for T, v in per.items()},
+        "bdc_over_unified_model": {T: v["model"]["median"] for T, v in per.items()},
+        "bdc_over_unified_table_model": {T: v["table_model"]["median"] for T, v in per.items()
+                                         if "table_model" in v},
+        "model_over_measured_ratio": {T: v["model_over_measured"] for T, v in per.items()},
+        "scaled_summary": summary, "scaled_runs": runs,
+        "scaled_m": runs[0]["scaled_m"], "scaled_phases": runs[-1]["phases"],
+        "all_verified_scaled": all(r["verified"] for r in runs)}
+
+
+def print_summary(res: dict) -> None:
+    for key, what in (("scaled_summary", "medians of the repetitions"),
+                      ("scaled_summary_normalized", "each repetition at the run's median map")):
+        print_table(res[key], res["scaled_m"], what)
+
+
+def print_table(s: dict, m: int, what: str) -> None:
+    print(f"\nBDC over unified, encode + reduce, m = n = N = {m}, {what}, {s['runs']} "
+          f"independent runs (model within {s['tolerance']:.0%}?)")
+    print(f"{'T':>5} {'measured':>9} {'IQR runs':>9} {'reps IQR/med':>13} {'model':>7} "
+          f"{'model/meas':>10} {'table':>7} comparable within held")
+    for T, v in s["per_T"].items():
+        reps = (f"{v['reps_bdc']['rel_iqr']:.2f}/{v['reps_unified']['rel_iqr']:.2f}"
+                if "reps_bdc" in v else "-")
+        tab = f"{v['table_model']['median']:.3f}" if "table_model" in v else "-"
+        print(f"{T:>5} {v['measured']['median']:>9.3f} {v['measured']['iqr']:>9.3f} "
+              f"{reps:>13} {v['model']['median']:>7.3f} {v['model_over_measured']:>10.3f} "
+              f"{tab:>7} {str(v['comparable']):>10} {str(v['within']):>6} {v['held']}")
+
+
+def read_runs(paths: list[str]) -> list[dict]:
+    """The scaled runs in ``paths``: lines ``{"kind": "scaled_run", ...}`` (``--out``) and
+    the ``scaled_runs`` of a bench's last JSON line, each run once."""
+    runs: list[dict] = []
+    seen: set[tuple] = set()
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            found = ([obj] if obj.get("kind") == "scaled_run" else obj.get("scaled_runs", []))
+            for r in found:
+                key = (r.get("started"), r.get("run"), r.get("scaled_m"))
+                if key not in seen:
+                    seen.add(key)
+                    runs.append(r)
+    if not runs:
+        raise SystemExit(f"no scaled runs in {', '.join(paths)}")
+    return runs
 
 
 def p2p(m: int, n: int, N: int, field: str) -> dict:
@@ -215,6 +436,13 @@ def kernel_ratio(degree: int, shape: tuple[int, int, int]) -> float:
     return med(lambda: ga @ gb) / med(lambda: gf_kernels.gf_matmul(a, b, degree))
 
 
+def int_list(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+DEFAULT_BASE = ROOT / "docs" / "runs" / "calibration.json"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=720, help="rows of A (the paper: 6000)")
@@ -225,31 +453,69 @@ def main() -> int:
     ap.add_argument("--field", default="gf2^16")
     ap.add_argument("--scaled-m", dest="scaled_m", type=int, default=1800,
                     help="m = n = N of the scaled paper instance (RS codes, GF(2^16))")
+    ap.add_argument("--scaled-T", dest="scaled_T", default=None,
+                    help="held-out T of the scaled instance (default 10,100,rows-per-batch)")
+    ap.add_argument("--train-T", dest="train_T", default=TRAIN_T,
+                    help=f"BDC T of the training jobs, beside unified (default {TRAIN_T})")
+    ap.add_argument("--scaled-reps", dest="scaled_reps", type=int, default=SCALED_REPS,
+                    help=f"repetitions per measured scaled job (default {SCALED_REPS})")
+    ap.add_argument("--train-reps", dest="train_reps", type=int, default=TRAIN_REPS,
+                    help=f"repetitions per training job (default {TRAIN_REPS})")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="independent runs of the scaled instance (separate mpiexec jobs)")
+    ap.add_argument("--after-job", dest="after_job", action="store_true",
+                    help="start the first scaled run right after a short MPI job")
+    ap.add_argument("--out", default=None,
+                    help="append each scaled run here as one JSON line as it ends")
+    ap.add_argument("--merge", nargs="+", metavar="FILE", default=None,
+                    help="no job: summarize the scaled runs in these files (--out files or "
+                         "outputs of this script) across runs")
+    ap.add_argument("--base-table", dest="base_table", default=None,
+                    help="the calibration file whose prices weigh the work within a class "
+                         "(default docs/runs/calibration.json)")
     ap.add_argument("--calibration", default=None,
-                    help="a calibration file (mpi-coded model --calibrate); default: measure")
+                    help="a calibration file (mpi-coded model --calibrate) for the table "
+                         "model; default: measure (the base table with --scaled-only)")
     ap.add_argument("--rs-only", dest="rs_only", action="store_true",
                     help="only the RS additions (rs_reduce_speedup and the scaled instance)")
+    ap.add_argument("--scaled-only", dest="scaled_only", action="store_true",
+                    help="only the scaled instance, no calibration measured")
     args = ap.parse_args()
     from mpi_coded.analysis import calibration
 
-    table = (calibration.load(args.calibration) if args.calibration
-             else calibration.measure())
-    rs = rs_reduce_speedup(720)
-    print(f"rs_reduce_speedup at m=720: {rs['rs_reduce_speedup']:.0f} "
-          f"(rs_fft {rs['rs_reduce_s']:.4f} s, inverse {rs['inverse_reduce_s']:.2f} s)",
-          flush=True)
-    with tempfile.TemporaryDirectory() as d:
-        scaled = scaled_instance(Path(d), args.scaled_m, table)
-    for T, v in scaled["scaled_phases"].items():
-        print(f"scaled m={args.scaled_m} {v['scheme']} T={T}: encode {v['encode_s']:.3f} s "
-              f"(server {v['server_encode_s']:.3f}, model {v['model_encode_s']:.3f}, "
-              f"{v['encoder']}), reduce {v['reduce_s']:.3f} s (server "
-              f"{v['server_decode_s']:.3f}, model {v['model_reduce_s']:.3f}, {v['decoder']})",
-              flush=True)
-    rs_out = {**rs, **scaled, "calibration": table}
-    if args.rs_only:
-        print(json.dumps(rs_out))
+    if args.merge:
+        res = merged(read_runs(args.merge))
+        print_summary(res)
+        print(json.dumps({k: v for k, v in res.items() if k != "scaled_runs"}))
         return 0
+    base_path = args.base_table or (str(DEFAULT_BASE) if DEFAULT_BASE.is_file() else None)
+    base = calibration.load(base_path) if base_path else DEFAULT.to_dict()
+    if args.calibration:
+        table = calibration.load(args.calibration)
+    elif args.scaled_only:
+        table = None
+    else:
+        table = calibration.measure()
+    Ts = int_list(args.scaled_T) if args.scaled_T else None
+    rs: dict = {}
+    if not args.scaled_only:
+        rs = rs_reduce_speedup(720)
+        print(f"rs_reduce_speedup at m=720: {rs['rs_reduce_speedup']:.0f} "
+              f"(rs_fft {rs['rs_reduce_s']:.4f} s, inverse {rs['inverse_reduce_s']:.2f} s)",
+              flush=True)
+    scaled = scaled_instance(args.scaled_m, args.runs, args.scaled_reps, args.train_reps, Ts,
+                             int_list(args.train_T), base, table, args.after_job, args.out)
+    for T, v in scaled["scaled_phases"].items():
+        print(f"scaled m={args.scaled_m} {v['scheme']} T={T} (last run): encode "
+              f"{v['encode_s']:.3f} s (server {v['server_encode_s']:.3f}, model "
+              f"{v['model_encode_s']:.3f}, {v['encoder']}), reduce {v['reduce_s']:.3f} s "
+              f"(server {v['server_decode_s']:.3f}, model {v['model_reduce_s']:.3f}, "
+              f"{v['decoder']})", flush=True)
+    print_summary(scaled)
+    rs_out = {**rs, **scaled, "base_table": base_path, "calibration": table}
+    if args.rs_only or args.scaled_only:
+        print(json.dumps(rs_out))
+        return 0 if scaled["all_verified_scaled"] else 1
     eta_unified = get_scheme("unified").rows_per_batch_for(K, Q, MU, args.m)
     Ts = [T for T in (1, 2, 5, 10, eta_unified) if eta_unified % T == 0 and
           args.m % T == 0 and T <= eta_unified]

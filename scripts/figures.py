@@ -2,6 +2,7 @@
 
     python scripts/figures.py --run [--small] --out docs/figures [--keep-results DIR]
     python scripts/figures.py --results coded_T.jsonl coded_K.jsonl cec.jsonl --out DIR
+    python scripts/figures.py --network-bench docs/runs/bench_network.jsonl --out docs/figures
 
 Three figures, the MODEL as curves and REAL runs (JSON lines of ``mpi-coded run``) as points:
 
@@ -780,6 +781,143 @@ def figure_paper_phases(plt: Any, bench: dict[str, Any], out: Path) -> dict[str,
                for w, pre in (("measured", ""), ("model", "model_"))}}
 
 
+# ------------------------------------------------------------------------------------------
+# scripts/bench_network.py's output (docs/benchmarks.md, "The network")
+
+NETWORK_SCHEMES = ("uc", "cmr", "unified", "bdc", "lt")
+NETWORK_PNGS = {"shuffle": "network_shuffle_vs_rate.png",
+                "tradeoff": "network_tradeoff_q.png",
+                "elastic": "network_elastic_vs_rate.png"}
+
+
+def _rate_bps(rate: str) -> float:
+    from mpi_coded.rates import parse_rate
+
+    return float(parse_rate(rate, "rate"))
+
+
+def network_arrays(bench: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the three network figures draw, from the bench's JSON object (pure):
+    ``shuffle`` (per mode and scheme: rates in bit/s, measured and modelled shuffle
+    seconds), ``tradeoff`` (q, measured and modelled total seconds) and ``elastic`` (per
+    trace and policy: rates, measured and modelled total step seconds)."""
+    if "coded" not in bench or "elastic" not in bench:
+        raise FigError("not scripts/bench_network.py's output (no coded or elastic part)")
+    coded = bench["coded"]
+    rates = sorted(coded, key=_rate_bps)
+    shuffle: dict[str, dict[str, dict[str, list[float | None]]]] = {}
+    for mode in ("p2p", "bcast"):
+        for scheme in NETWORK_SCHEMES:
+            cases = [coded[r].get(mode, {}).get(scheme) for r in rates]
+            if not any(cases):
+                continue
+            shuffle.setdefault(mode, {})[scheme] = {
+                "rate_bps": [_rate_bps(r) for r in rates],
+                "measured": [c["shuffle_s"] if c else None for c in cases],
+                "model": [c["shuffle_model_s"] if c else None for c in cases]}
+    to = bench.get("tradeoff") or {}
+    pts = sorted(to.get("points", []), key=lambda p: p["q"])
+    tradeoff = {"q": [p["q"] for p in pts], "measured": [p["total_s"] for p in pts],
+                "model": [p["model_total_s"] for p in pts],
+                "iqr": [p.get("total_iqr") for p in pts],
+                "best_q_measured": to.get("best_q_measured"),
+                "best_q_model": to.get("best_q_model"), "rate": to.get("rate"),
+                "K": to.get("K"), "t_row": to.get("t_row")}
+    el = bench["elastic"]
+    erates = sorted(el, key=_rate_bps)
+    elastic: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for trace in sorted({t for r in erates for t in el[r]}):
+        for policy in ("coded", "uncoded"):
+            rows = [el[r][trace][policy] for r in erates if trace in el[r]]
+            elastic.setdefault(trace, {})[policy] = {
+                "rate_bps": [_rate_bps(r) for r in erates if trace in el[r]],
+                "measured": [x["measured"]["total_s"] for x in rows],
+                "model": [x["model"]["total_s"] for x in rows]}
+    return {"shuffle": shuffle, "tradeoff": tradeoff, "elastic": elastic}
+
+
+def _rate_axis(ax: Any, rates: list[float]) -> None:
+    from mpi_coded.rates import format_rate
+
+    ax.set_xscale("log")
+    ax.set_xticks(rates)
+    ax.set_xticklabels([format_rate(int(r)) for r in rates])
+    ax.minorticks_off()
+
+
+def figure_network(plt: Any, bench: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """The network figures (docs/benchmarks.md): (a) shuffle seconds against the link rate
+    per scheme, measured points on model lines, p2p and bcast side by side; (b) the
+    unified scheme's total latency against ``q`` at one rate, measured and modelled;
+    (c) the elastic job's total step time against the rate, coded against uncoded, per
+    trace.  Returns the arrays drawn (:func:`network_arrays`) and the PNG paths."""
+    arr = network_arrays(bench)
+    colors = {"uc": "tab:blue", "cmr": "tab:green", "unified": SCHEME_COLORS["unified"],
+              "bdc": SCHEME_COLORS["bdc"], "lt": "tab:purple"}
+    out: dict[str, Any] = {"arrays": arr}
+    modes = [m for m in ("p2p", "bcast") if m in arr["shuffle"]]
+    if modes:
+        fig, axes = plt.subplots(1, len(modes), figsize=(5.2 * len(modes), 4), sharey=True,
+                                 squeeze=False)
+        for ax, mode in zip(axes[0], modes):
+            rates: list[float] = []
+            for scheme, v in arr["shuffle"][mode].items():
+                plotting.points_on_model(ax, v["rate_bps"], v["measured"], v["model"],
+                                         label=scheme, color=colors.get(scheme))
+                rates = v["rate_bps"]
+            _rate_axis(ax, rates)
+            ax.set_yscale("log")
+            ax.set_xlabel("link rate (every host)")
+            ax.set_title(f"shuffle, {mode}")
+            ax.grid(True, alpha=0.3)
+        axes[0][0].set_ylabel("shuffle seconds (median)")
+        axes[0][-1].legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        path = out_dir / NETWORK_PNGS["shuffle"]
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        out["shuffle_png"] = str(path)
+    to = arr["tradeoff"]
+    if to["q"]:
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        plotting.measured_vs_model(ax, to["q"], to["measured"], to["model"],
+                                   model_label="model")
+        ax.set_xticks(to["q"])
+        ax.set_xlabel("q (servers the map waits for)")
+        ax.set_ylabel("encode + map + shuffle + reduce, seconds")
+        ax.set_title(f"unified, K = {to['K']}, {to['rate']}, t_row = {to['t_row']} s; "
+                     f"best q: measured {to['best_q_measured']}, model {to['best_q_model']}",
+                     fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out_dir / NETWORK_PNGS["tradeoff"]
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        out["tradeoff_png"] = str(path)
+    if arr["elastic"]:
+        traces = list(arr["elastic"])
+        fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4), squeeze=False)
+        for ax, trace in zip(axes[0], traces):
+            for policy, color in (("coded", POLICY_COLORS["heterogeneous"]),
+                                  ("uncoded", "tab:red")):
+                v = arr["elastic"][trace][policy]
+                plotting.points_on_model(ax, v["rate_bps"], v["measured"], v["model"],
+                                         label=policy, color=color)
+            _rate_axis(ax, arr["elastic"][trace]["coded"]["rate_bps"])
+            ax.set_xlabel("link rate (every host)")
+            ax.set_ylabel("total step time, seconds")
+            ax.set_title(f"elastic job, {trace} trace")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out_dir / NETWORK_PNGS["elastic"]
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        out["elastic_png"] = str(path)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = ap.add_mutually_exclusive_group(required=True)
@@ -792,6 +930,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--paper-bench", type=Path, metavar="FILE", default=None,
                       help="the output of scripts/bench_paper.py (its last line): draw "
                            "rs_paper_phases.png and rs_bdc_vs_T_paper.png")
+    mode.add_argument("--network-bench", type=Path, metavar="FILE", default=None,
+                      help="the output of scripts/bench_network.py (its last line): draw "
+                           + ", ".join(NETWORK_PNGS.values()))
     ap.add_argument("--small", action="store_true",
                     help="with --run: a tiny version (float64, few ranks; well under a minute)")
     ap.add_argument("--out", type=Path, required=True, help="directory for the PNGs")
@@ -810,14 +951,19 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             raise FigError("matplotlib is not installed (pip install matplotlib, or the "
                            "'plot' extra)") from None
-        bench_file = args.rs_bench or args.paper_bench
+        bench_file = args.rs_bench or args.paper_bench or args.network_bench
         if bench_file is not None:
             lines = [ln for ln in bench_file.read_text().splitlines() if ln.startswith("{")]
             if not lines:
                 raise FigError(f"{bench_file}: no JSON line (the bench's output?)")
             args.out.mkdir(parents=True, exist_ok=True)
             bench = json.loads(lines[-1])
-            if args.rs_bench is not None:
+            if args.network_bench is not None:
+                summary = figure_network(plt, bench, args.out)
+                for key in ("shuffle_png", "tradeoff_png", "elastic_png"):
+                    if key in summary:
+                        print(f"wrote {summary[key]}")
+            elif args.rs_bench is not None:
                 summary = figure_rs_bdc_vs_T(plt, bench, args.out / "rs_bdc_vs_T.png")
             else:
                 if "paper" not in bench:

@@ -123,6 +123,29 @@ def test_a_host_is_full_duplex_and_pays_alpha_per_message():
     assert t.seconds(8000.0, efficiency=0.5) == pytest.approx(2.0)
 
 
+def test_a_fabric_caps_what_all_links_carry_together():
+    # 4 hosts, each sending 1000 bytes to the next: per host 1 s at 8000 bit/s
+    t = nw.Traffic()
+    for r in range(4):
+        t.add(r, (r + 1) % 4, 1000, 1)
+    free = nw.phase_seconds(t, nw.make_network(4, "8000bit"))
+    assert free.seconds == pytest.approx(1.0) and free.fabric_seconds is None
+    assert "fabric_seconds" not in free.to_dict()
+    # all links at once carry 32000 bits: a 16000 bit/s fabric takes 2 s
+    net = nw.make_network(4, "8000bit", fabric=16000)
+    capped = nw.phase_seconds(t, net)
+    assert capped.seconds == pytest.approx(2.0) and capped.fabric_seconds == pytest.approx(2)
+    assert capped.slowest in net.names and capped.to_dict()["limited_by"] == "fabric"
+    assert net.to_dict()["fabric_bps"] == 16000
+    # one stream alone is not slowed by a fabric faster than its link
+    one = nw.Traffic()
+    one.add(0, 1, 1000, 1)
+    alone = nw.phase_seconds(one, net)
+    assert alone.seconds == pytest.approx(1.0) and alone.to_dict()["limited_by"] == "host"
+    with pytest.raises(ConfigError, match="--fabric"):
+        nw.make_network(4, "8000bit", fabric=0)
+
+
 def test_messages_inside_one_host_are_not_on_the_network():
     t = nw.Traffic()
     t.message(1, 2, 100, 1)  # ranks 1 and 2 share host 1 below
@@ -273,6 +296,45 @@ def test_calibration_network_keys_are_optional_and_checked():
         (1e-4, 0.9)
     with pytest.raises(ConfigError, match="network.efficiency"):
         nw.link_calibration({"network": {"efficiency": 2}})
+
+
+def test_calibration_by_rate_picks_the_pair_measured_at_the_rate():
+    doc = {"network": {"alpha_s": 1e-4, "efficiency": 0.9, "by_rate": {
+        "100mbit": {"alpha_s": 1e-4, "efficiency": 0.9},
+        "1gbit": {"alpha_s": 3e-5, "efficiency": 0.4}}}}
+    assert nw.link_calibration(doc) == (1e-4, 0.9)  # no rate: the top-level pair
+    assert nw.link_calibration(doc, rate=10**9) == (3e-5, 0.4)
+    assert nw.link_calibration(doc, rate=1e8) == (1e-4, 0.9)
+    assert nw.link_calibration(doc, rate=10**7) == (1e-4, 0.9)  # not measured: top level
+    with pytest.raises(ConfigError, match="network.efficiency"):
+        nw.link_calibration({"network": {"by_rate": {"1gbit": {"efficiency": 0}}}}, 1e9)
+    with pytest.raises(ConfigError, match="network.by_rate"):
+        nw.link_calibration({"network": {"by_rate": [1]}})
+    assert nw.link_fabric(doc) is None
+    doc["network"]["fabric_bps"] = 5e8
+    doc["network"]["by_rate"]["1gbit"]["fabric_bps"] = 2e9
+    assert nw.link_fabric(doc) == 5e8 and nw.link_fabric(doc, rate=10**9) == 2e9
+    with pytest.raises(ConfigError, match="network.fabric_bps"):
+        nw.link_fabric({"network": {"fabric_bps": -1}})
+
+
+def test_model_reads_the_calibration_of_its_rate(capsys, tmp_path):
+    from mpi_coded.analysis import calibration
+    from mpi_coded.codes.work import DEFAULT_SECONDS
+
+    path = tmp_path / "calib.json"
+    calibration.write(dict(DEFAULT_SECONDS), path, network={"alpha_s": 2e-4,
+                                                            "efficiency": 0.8})
+    doc = json.loads(path.read_text())
+    doc["network"]["by_rate"] = {"1gbit": {"alpha_s": 1e-5, "efficiency": 0.5}}
+    path.write_text(json.dumps(doc))
+    doc["network"]["by_rate"]["1gbit"]["fabric_bps"] = 3e9
+    path.write_text(json.dumps(doc))
+    for rate, want in (("1gbit", (1e-5, 0.5)), ("100mbit", (2e-4, 0.8))):
+        assert cli.main(BASE + ["--rate", rate, "--calibration", str(path), "--json"]) == 0
+        net = json.loads(capsys.readouterr().out)["network"]
+        assert (net["alpha_s"], net["efficiency"]) == want
+        assert net.get("fabric_bps") == (3e9 if rate == "1gbit" else None)
 
 
 # --- the elastic job -----------------------------------------------------------------------

@@ -318,3 +318,58 @@ def test_bench_figures_plot_the_bench_numbers(tmp_path: Path) -> None:
         assert xy(got["calibrated model"]) == ([10.0, 1000.0], [0.9, 0.4])
     finally:
         plt.close_all()
+
+
+def _case(meas: float, model: float) -> dict[str, float]:
+    return {"shuffle_s": meas, "shuffle_model_s": model}
+
+
+NETWORK_BENCH = {
+    "coded": {r: {"p2p": {"uc": _case(0.4 * f, 0.38 * f), "cmr": _case(0.35 * f, 0.33 * f)},
+                  "bcast": {"cmr": _case(0.36 * f, 0.33 * f)}}
+              for r, f in (("1gbit", 0.25), ("100mbit", 1.0))},
+    "tradeoff": {"K": 9, "rate": "100mbit", "t_row": 0.003, "best_q_measured": 3,
+                 "best_q_model": 3,
+                 "points": [{"q": q, "total_s": t, "model_total_s": m, "total_iqr": [t, t]}
+                            for q, t, m in ((9, 3.1, 3.0), (3, 2.0, 2.1), (6, 2.3, 2.2))]},
+    "elastic": {r: {"seed": {p: {"measured": {"total_s": t}, "model": {"total_s": t * 0.9}}
+                             for p, t in (("coded", 1.0 + g), ("uncoded", 1.0 + 3 * g))}}
+                for r, g in (("100mbit", 0.5), ("1gbit", 0.05))}}
+
+
+def test_network_bench_arrays_and_figures(tmp_path: Path) -> None:
+    """--network-bench: the arrays of the three network figures, from the bench's JSON."""
+    figures = load_figures()
+    arr = figures.network_arrays(NETWORK_BENCH)
+    uc = arr["shuffle"]["p2p"]["uc"]
+    assert uc["rate_bps"] == [1e8, 1e9]  # sorted by rate
+    assert uc["measured"] == pytest.approx([0.4, 0.1])
+    assert uc["model"] == pytest.approx([0.38, 0.095])
+    assert set(arr["shuffle"]["bcast"]) == {"cmr"}
+    assert arr["tradeoff"]["q"] == [3, 6, 9]
+    assert arr["tradeoff"]["measured"] == [2.0, 2.3, 3.1]
+    assert arr["tradeoff"]["model"] == [2.1, 2.2, 3.0]
+    el = arr["elastic"]["seed"]
+    assert el["uncoded"]["rate_bps"] == [1e8, 1e9]
+    assert el["uncoded"]["measured"] == pytest.approx([2.5, 1.15])
+    assert el["coded"]["model"] == pytest.approx([1.35, 0.945])
+    plt = KeepingPlt()
+    try:
+        got = figures.figure_network(plt, NETWORK_BENCH, tmp_path)
+        shuffle, tradeoff, elastic = plt.figures
+        p2p, bcast = shuffle.axes
+        assert p2p.get_title() == "shuffle, p2p" and p2p.get_xscale() == "log"
+        lines = lines_of(p2p)
+        assert xy(lines["uc, measured"]) == ([1e8, 1e9], pytest.approx([0.4, 0.1]))
+        assert xy(lines["cmr, model"]) == ([1e8, 1e9], pytest.approx([0.33, 0.0825]))
+        (ax,) = tradeoff.axes
+        assert xy(lines_of(ax)["measured"]) == ([3.0, 6.0, 9.0], [2.0, 2.3, 3.1])
+        assert "best q: measured 3, model 3" in ax.get_title()
+        (ax,) = elastic.axes
+        assert xy(lines_of(ax)["uncoded, model"])[1] == pytest.approx([2.25, 1.035])
+        for key in ("shuffle_png", "tradeoff_png", "elastic_png"):
+            assert Path(got[key]).is_file()
+    finally:
+        plt.close_all()
+    with pytest.raises(figures.FigError, match="bench_network.py"):
+        figures.network_arrays({"bdc_over_unified_measured": {}})

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.multihost
 
 P2P = ROOT / "scripts" / "p2p_throughput.py"
 CHECK = ROOT / "scripts" / "check_results.py"
+JOBS = ROOT / "tests" / "multihost_coded_jobs.py"
 EIGHT_MIB = 8 * 1024 * 1024
 
 
@@ -370,6 +373,63 @@ def test_the_elastic_job_runs_across_4_hosts(four_hosts, work):
           f">= {remote} x {setup['bytes_per_machine']} (blocks to remote machines)")
 
 
+RANDOM_16 = """# 16 machines on 4 hosts, random preemptions (p = 0.3 per step), few steps
+job = "cec"
+N = 16
+L = 5
+speeds = [1, 1, 1, 1, 1, 1.5, 1.5, 1.5, 1.5, 1.5, 2, 2, 2, 2, 3, 3]
+rows = 1200
+cols = 100
+field = "float64"
+t_row = 0.0005
+seed = 1
+
+[availability]
+kind = "random"
+p = 0.3
+steps = 4
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(600)
+def test_16_machines_with_random_preemptions_run_across_4_hosts(four_hosts, work):
+    """The elastic job at 16 machines (17 ranks, placed by slot round the 4 hosts), each
+    step's available machines drawn at random: every step verified, every host holding
+    machines, their coded blocks across the links."""
+    c = four_hosts
+    config = work / "random16.toml"
+    config.write_text(RANDOM_16)
+    out = work / "cec16.jsonl"
+    extra = ["--oversubscribe"] if mpi_flavor() == "openmpi" else []  # 17 ranks, 8 slots
+    s0 = c.sent()
+    r = c.mpirun(17, [sys.executable, "-m", "mpi_coded", "run", "cec", "--config",
+                      str(config), "--out", str(out)], 400, *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s1 = c.sent()
+    _check(out)
+    lines = _lines(out)
+    config_line = next(x for x in lines if x.get("kind") == "config")
+    setup = next(x for x in lines if x.get("kind") == "setup")
+    steps = [x for x in lines if x.get("kind") == "step"]
+    assert config_line["N"] == 16 and config_line["world_size"] == 17
+    _check_network(config_line["network"], c)
+    hosts = setup["hosts"]
+    assert sorted(map(int, hosts)) == list(range(1, 17))
+    per_host = {h: sorted(int(m) for m, x in hosts.items() if x == h) for h in set(hosts.values())}
+    assert len(per_host) == 4 and all(len(v) >= 3 for v in per_host.values()), per_host
+    assert len(steps) == 4 and all(s["verified"] for s in steps)
+    preempted = [sorted(set(range(1, 17)) - set(s["available"])) for s in steps]
+    assert any(preempted) and len({tuple(p) for p in preempted}) > 1, preempted
+    remote = sum(1 for h in hosts.values() if h != config_line["host"])
+    crossed = sum(s1[h] - s0[h] for h in s1)
+    assert crossed >= remote * setup["bytes_per_machine"], (crossed, remote)
+    assert "all verified: True" in r.stdout
+    counts = {h: len(v) for h, v in sorted(per_host.items())}
+    print(f"cec 16 machines over 4 hosts {counts}, preempted per step {preempted}: "
+          f"{crossed} bytes crossed the links >= {remote} x {setup['bytes_per_machine']}")
+
+
 def _check_network(net: dict, c) -> None:
     """The run record names the emulated network: its hosts, their rates, TCP."""
     assert net["cluster"] == c.name and net["emulated"] is True
@@ -383,8 +443,7 @@ CODED = ["--K", "6", "--q", "4", "--mu", "1/2", "--rows-per-batch", "4", "--n", 
 
 @pytest.mark.mpi
 @pytest.mark.portable
-@pytest.mark.parametrize("scheme,multicast", [("unified", "p2p"), ("unified", "bcast"),
-                                              ("bdc", "bcast")])
+@pytest.mark.parametrize("scheme,multicast", [("unified", "p2p"), ("bdc", "bcast")])
 def test_the_coded_job_runs_across_4_hosts(four_hosts, work, scheme, multicast):
     c = four_hosts
     out = work / f"coded-{scheme}-{multicast}.jsonl"
@@ -411,6 +470,71 @@ def test_the_coded_job_runs_across_4_hosts(four_hosts, work, scheme, multicast):
           f"(shuffle {sum(x['bytes_on_wire'] for x in runs)} B)")
 
 
+# small sizes every scheme takes (K and q divide N; T divides the rows per batch), float64
+# and N large enough that the shuffles (a few hundred kB each) outweigh what else crosses
+SCHEMES_AT = ["--K", "6", "--q", "4", "--mu", "1/2", "--rows-per-batch", "20", "--n", "12",
+              "--N", "480", "--field", "float64"]
+SCHEME_ARGS = {"uc": SCHEMES_AT, "cmr": SCHEMES_AT, "sc": SCHEMES_AT, "unified": SCHEMES_AT,
+               "bdc": [*SCHEMES_AT, "--T", "2"], "lt": SCHEMES_AT}
+UNICAST_ONLY = ("uc", "sc")  # no coded multicast: bcast is refused as bad input
+
+
+def test_bcast_of_a_unicast_only_scheme_is_bad_input():
+    from mpi_coded.coded.job import load_job
+    from mpi_coded.errors import ConfigError
+
+    for scheme in UNICAST_ONLY:
+        with pytest.raises(ConfigError, match=r"^multicast: bcast needs coded multicast "
+                                              rf"groups.*scheme {scheme} .*only unicasts"):
+            load_job(None, {"scheme": scheme, "K": 6, "q": 4, "mu": "1/2",
+                            "rows_per_batch": 4, "n": 20, "N": 12, "multicast": "bcast"})
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(600)
+def test_every_coded_scheme_in_both_multicast_modes_runs_across_4_hosts(four_hosts, work):
+    """uc, cmr, sc, unified, bdc and lt, point-to-point and (but uc and sc, which have no
+    multicast) ``Ibcast``, with their ranks over the 4 hosts: one launch running the jobs
+    one after another (tests/multihost_coded_jobs.py: each as ``mpi-coded run coded``
+    runs it, on its own communicator), every output verified, each run record naming
+    every rank's host and the network, the links carrying at least the shuffles' bytes."""
+    c = four_hosts
+    cases = [(s, m) for s in SCHEME_ARGS for m in ("p2p", "bcast")
+             if not (m == "bcast" and s in UNICAST_ONLY)]
+    outs = [work / f"{s}-{m}.jsonl" for s, m in cases]
+    jobs = [{"args": ["--scheme", s, *SCHEME_ARGS[s], "--multicast", m, "--reps", "1"],
+             "out": str(out)} for (s, m), out in zip(cases, outs)]
+    (work / "jobs.json").write_text(json.dumps(jobs))
+    s0 = c.sent()
+    r = c.mpirun(7, [sys.executable, str(JOBS), str(work / "jobs.json")], 480)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s1 = c.sent()
+    crossed = sum(s1[h] - s0[h] for h in s1)
+    shuffled = {}
+    for (scheme, multicast), out in zip(cases, outs):
+        _check(out)
+        lines = _lines(out)
+        config = next(x for x in lines if x.get("kind") == "config")
+        assert (config["scheme"], config["multicast"]) == (scheme, multicast)
+        assert config["host"] == f"{c.name}-node1" and config["ranks_on_node"] == 7
+        assert config["wait_mode"] == "polite"
+        _check_network(config["network"], c)
+        runs = [x for x in lines if x.get("kind") == "run"]
+        assert len(runs) == 1 and runs[0]["verified"] is True, (scheme, multicast)
+        x = runs[0]
+        assert sorted(x["hosts"]) == [str(k) for k in range(7)]
+        assert len(set(x["hosts"].values())) == 4, x["hosts"]
+        assert x["bytes_on_wire"] > 0 and x["unicast_values"] + x["multicast_values"] > 0
+        if multicast == "bcast" or scheme in ("cmr", "unified", "bdc", "lt"):
+            assert x["multicast_values"] > 0, (scheme, multicast)
+        shuffled[f"{scheme}/{multicast}"] = x["bytes_on_wire"]
+    assert len(shuffled) == 10
+    # the shuffles' bytes (between ranks, some on one host) are a part of what crossed
+    assert crossed >= sum(shuffled.values()), (crossed, shuffled)
+    print(f"{len(shuffled)} coded jobs across 4 hosts, all verified: {crossed} bytes crossed "
+          f"the links >= {sum(shuffled.values())} shuffled ({shuffled})")
+
+
 def test_no_rank_is_left_behind():
     # every mpiexec above ran under a hard timeout; none of their ranks may survive
     assert processes_matching("scripts/p2p_throughput.py --bytes", exclude=os.getpid()) == []
@@ -430,8 +554,6 @@ def _need_slurm() -> None:
 
 
 def _wait_job(env: dict[str, str], job: str, timeout: float) -> dict[str, str]:
-    import time
-
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         r = run_cmd(["scontrol", "show", "job", "-o", job], 60, env=env)
@@ -448,9 +570,10 @@ def _wait_job(env: dict[str, str], job: str, timeout: float) -> dict[str, str]:
 @pytest.mark.slurm
 @pytest.mark.timeout(900)
 def test_the_shipped_batch_scripts_run_across_4_slurm_nodes(work):
-    """``cluster up --slurm``: slurmctld + munged here, a slurmd per host; slurm/cec.sh
-    (srun --mpi=pmi2 and mpiexec inside the allocation) and slurm/coded.sh with
-    ``sbatch -N 4`` run on the 4 nodes, COMPLETED in sacct, results verified."""
+    """``cluster up --slurm``: slurmctld + munged here, a slurmd per host; slurm/cec.sh and
+    slurm/coded.sh, each through srun --mpi=pmi2 and through mpiexec (hydra) inside the
+    allocation, with ``sbatch -N 4`` run on the 4 nodes, COMPLETED in sacct, results
+    verified, ranks on at least 3 of the nodes."""
     _need_namespaces()
     _need_slurm()
     if mpi_flavor() != "mpich":
@@ -467,7 +590,10 @@ def test_the_shipped_batch_scripts_run_across_4_slurm_nodes(work):
                 "cec-mpiexec": ("slurm/cec.sh", {"LAUNCHER": "mpiexec"}),
                 "coded-srun": ("slurm/coded.sh", {
                     "LAUNCHER": "srun", "CODED_ARGS": " ".join(
-                        ["--scheme", "unified", *CODED, "--multicast", "bcast"])})}
+                        ["--scheme", "unified", *CODED, "--multicast", "bcast"])}),
+                "coded-mpiexec": ("slurm/coded.sh", {
+                    "LAUNCHER": "mpiexec", "CODED_ARGS": " ".join(
+                        ["--scheme", "bdc", *CODED, "--T", "2", "--multicast", "p2p"])})}
         ids = {}
         for name, (script, extra) in jobs.items():
             r = run_cmd(["sbatch", "--parsable", "-N", "4", "--ntasks=7",
@@ -489,6 +615,13 @@ def test_the_shipped_batch_scripts_run_across_4_slurm_nodes(work):
                 setup = next(x for x in _lines(res / f"{name}.jsonl")
                              if x.get("kind") == "setup")
                 assert len(set(setup["hosts"].values())) >= 3, setup["hosts"]
+            else:
+                runs = [x for x in _lines(res / f"{name}.jsonl") if x.get("kind") == "run"]
+                assert runs and all(x["verified"] for x in runs)
+                assert all(len(set(x["hosts"].values())) >= 3 for x in runs), runs[0]["hosts"]
+            launched = r"^\+ \S*/mpiexec -n 7 " if name.endswith("mpiexec") else \
+                r"^\+ srun --mpi=pmi2 -n 7 "  # hydra inside the allocation, or srun
+            assert re.search(launched, log, re.M), log
         acct = run_cmd(["sacct", "-c", "-n", "-P", "-o", "JobID,State,NNodes,ExitCode"], 60,
                        env=env).stdout
         got = {line.split("|")[0]: line.split("|")[1:] for line in acct.splitlines()}
@@ -528,15 +661,14 @@ class Background:
             start_new_session=True, cwd=ROOT)
 
     def wait_for_step(self, step: int, timeout: float = 180.0) -> None:
-        import time
-
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.out.exists() and any(x.get("kind") == "step" and x.get("step") == step
                                          for x in _lines_safe(self.out)):
                 return
             if self.proc.poll() is not None:
-                pytest.fail(f"the job ended before step {step}: {self.proc.stdout.read()}")
+                out = self.proc.stdout.read() if self.proc.stdout else ""
+                pytest.fail(f"the job ended before step {step}: {out}")
             time.sleep(0.1)
         self.kill()
         pytest.fail(f"no step {step} within {timeout} s")
@@ -579,8 +711,6 @@ def test_a_host_whose_link_goes_down_is_left_out_and_rejoins(four_hosts, work):
     try:
         job.wait_for_step(3)
         subprocess.run(["ip", "link", "set", port, "down"], check=True, timeout=60)
-        import time
-
         time.sleep(4.0)
     finally:
         subprocess.run(["ip", "link", "set", port, "up"], check=True, timeout=60)
@@ -609,8 +739,6 @@ def test_a_host_whose_link_goes_down_is_left_out_and_rejoins(four_hosts, work):
 @pytest.mark.portable
 @pytest.mark.timeout(600)
 def test_killing_every_rank_of_a_host_ends_the_job_naming_it(four_hosts, work):
-    import time
-
     c = four_hosts
     config = _long_config(work / "long.toml")
     job = Background(c, config, work / "kill.jsonl", 300)
@@ -636,3 +764,177 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+class Watched:
+    """``cluster run`` of an MPI command in its own process group; its output lines (stdout
+    and stderr), each with the time it arrived, read as they come."""
+
+    def __init__(self, c: Emulated, n: int, program: list[str], timeout: float) -> None:
+        exe = mpiexec_path()
+        if exe is None:
+            pytest.skip("no mpiexec: install the 'local' or the 'openmpi' extra")
+        self.lines: list[tuple[float, str]] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mpi_coded", "cluster", "run", "--name", c.name, "--dir",
+             str(c.dir), "--timeout", str(timeout), "--", exe, "-n", str(n), *program],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True, cwd=ROOT)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append((time.monotonic(), line))
+
+    @property
+    def text(self) -> str:
+        return "".join(line for _, line in list(self.lines))
+
+    def wait_for(self, pattern: str, timeout: float = 240.0) -> re.Match[str]:
+        """The first output line matching ``pattern`` (waits for it)."""
+        end = time.monotonic() + timeout
+        seen = 0
+        while time.monotonic() < end:
+            lines = list(self.lines)
+            for _, line in lines[seen:]:
+                m = re.search(pattern, line)
+                if m:
+                    return m
+            seen = len(lines)
+            if self.proc.poll() is not None and not self.reader.is_alive():
+                pytest.fail(f"the job ended before {pattern!r}: {self.text}")
+            time.sleep(0.02)
+        self.kill()
+        pytest.fail(f"no {pattern!r} within {timeout} s: {self.text}")
+
+    def at(self, pattern: str) -> float:
+        """When the first line matching ``pattern`` arrived."""
+        return next(t for t, line in self.lines if re.search(pattern, line))
+
+    def finish(self, timeout: float) -> tuple[int, str, float]:
+        """Exit status, output, and when it ended."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"the job did not end within {timeout} s: {self.text}")
+        ended = time.monotonic()
+        self.reader.join(60)
+        return self.proc.returncode, self.text, ended
+
+    def kill(self) -> None:
+        from mpi_coded.proctree import kill_tree
+
+        kill_tree(self.proc.pid)
+        self.proc.wait()
+
+
+def _netns_pids(c: Emulated) -> dict[str, list[str]]:
+    """What runs on each host (``ip netns pids``)."""
+    return {h["host"]: subprocess.run(["ip", "netns", "pids", h["netns"]], capture_output=True,
+                                      text=True, timeout=60).stdout.split()
+            for h in c.status()["hosts"]}
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(600)
+def test_a_coded_host_cut_off_in_the_map_is_a_straggler_and_comes_back(four_hosts, work):
+    """Host 3's link (servers 3 and 4 = K - q) down for 4 s from the start of repetition 0's
+    map: the map ends from the other four servers (servers 0 and 1, slowed by 1.5, which
+    otherwise lose), the job verifies every repetition and exits 0; once the link is back
+    the two servers are finishers again; the master waited out at most one grace period
+    for them (never one per repetition) and no deadline."""
+    c = four_hosts
+    out = work / "coded-map-cut.jsonl"
+    timeout, down_s, t_row = 60.0, 4.0, 0.1
+    port = next(h["port"] for h in c.status()["hosts"] if h["host"] == f"{c.name}-node3")
+    job = Watched(c, 7, [sys.executable, "-m", "mpi_coded", "run", "coded", "--scheme",
+                         "unified", *CODED[:-1], "12", "--t-row", str(t_row), "--reps", "3",
+                         "--fault", "slow:1:1.5", "--fault", "slow:2:1.5",
+                         "--timeout", str(timeout), "--out", str(out)], 300)
+    try:
+        job.wait_for(r"rep 0 encode")  # the map order follows at once
+        subprocess.run(["ip", "link", "set", port, "down"], check=True, timeout=60)
+        cut = time.monotonic()
+        time.sleep(down_s)
+    finally:
+        subprocess.run(["ip", "link", "set", port, "up"], check=True, timeout=60)
+    rc, text, ended = job.finish(300)
+    assert rc == 0, text
+    _check(out)
+    lines = _lines(out)
+    runs = [x for x in lines if x.get("kind") == "run"]
+    assert len(runs) == 3 and all(x["verified"] for x in runs), text
+    cut_servers = {3, 4}
+    assert {runs[0]["hosts"][str(s + 1)] for s in cut_servers} == {f"{c.name}-node3"}
+    first = set(runs[0]["Q"]) | set(runs[0]["extra"])
+    assert not first & cut_servers and first == {0, 1, 2, 5}, runs[0]
+    assert runs[0]["map_s"] > 1.2 * runs[1]["map_s"], runs  # it waited for the slow two
+    back = [x["rep"] for x in runs[1:] if cut_servers <= set(x["Q"]) | set(x["extra"])]
+    assert back, [(x["Q"], x["extra"]) for x in runs]
+    # at most one repetition gave up on them (the late-map grace), never a deadline
+    assert sum(1 for x in runs if cut_servers & set(x["unresponsive"])) <= 1
+    assert ended - cut < timeout, text
+    # the master's time outside the phases (late map reports, verification) after the
+    # cut: at most one grace period (1 s + twice the map's seconds) and a margin
+    phases = sum(x["map_s"] + x["shuffle_s"] + x["reduce_s"] for x in runs)
+    phases += sum(x["encode_s"] for x in runs[1:])
+    idle = job.at(r"rep 2 reduce") - job.at(r"rep 0 encode") - phases
+    grace = 1.0 + 2 * runs[0]["map_s"]
+    assert idle <= grace + 3.0, (idle, grace)
+    print(f"link of {c.name}-node3 down {down_s} s in the map: rep 0 Q={runs[0]['Q']} "
+          f"(map {runs[0]['map_s']:.2f} s), servers 3,4 back in reps {back}; unresponsive "
+          f"{[x['unresponsive'] for x in runs]}; master idle {idle:.2f} s (grace "
+          f"{grace:.2f} s); job ended {ended - cut:.1f} s after the cut")
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(600)
+def test_a_coded_finisher_cut_off_in_the_shuffle_ends_the_job_naming_it(work):
+    """Host 3 (servers 3 and 4) on a 1 Mbit/s link, so the shuffle lasts seconds; servers 0
+    and 1 slowed so that 3 and 4 are finishers; host 3's link down when the map ends and
+    not up again until the job is over: the job ends within its deadline (+ the abort's
+    bound), exit != 0, naming the unreachable servers' ranks and host, and nothing is
+    left on any host, the cut-off one included (its ranks end themselves: the bounded
+    abort of runtime/core/guard.py)."""
+    _need_namespaces()
+    c = Emulated(work, 4, "--rate", "1gbit", "--rate-of", "3=1mbit", "--slots", "2")
+    timeout = 15.0
+    host3 = next(h for h in c.status()["hosts"] if h["host"] == f"{c.name}-node3")
+    marker = str(work / "coded-shuffle-cut.jsonl")
+    try:
+        job = Watched(c, 7, [sys.executable, "-m", "mpi_coded", "run", "coded", "--scheme",
+                             "unified", "--K", "6", "--q", "4", "--mu", "1/2",
+                             "--rows-per-batch", "40", "--n", "20", "--N", "200", "--field",
+                             "float64", "--t-row", "0.01", "--fault", "slow:1:4", "--fault",
+                             "slow:2:4", "--timeout", str(timeout), "--out", marker], 300)
+        m = job.wait_for(r"rep 0 map .*Q=([0-9,]+)")
+        subprocess.run(["ip", "link", "set", host3["port"], "down"], check=True, timeout=60)
+        cut = time.monotonic()
+        rc, text, ended = job.finish(timeout + 120)
+        took = ended - cut
+        finishers = {int(s) for s in m.group(1).split(",")}
+        assert {3, 4} <= finishers, text
+        assert rc != 0 and took < timeout + 15.0, (rc, took, text)
+        assert re.search(r"failed in phase shuffle 0: DeadlineExceeded", text), text
+        # the servers that miss their messages say whom: servers 3, 4 = ranks 4, 5, with
+        # their host (the master waits a margin longer: it knows only who is not done)
+        said = re.findall(rf"rank \d \({c.name}-node[124]\) failed in phase shuffle 0: "
+                          r"DeadlineExceeded: timed out waiting for shuffle messages from "
+                          r"(.*)", text)
+        named = {int(r) for x in said for r in re.findall(rf"rank (\d) \({host3['host']}\)", x)}
+        assert named and named <= {4, 5}, text
+        # the cut-off host's ranks end too, on their own deadlines, without their link
+        end = time.monotonic() + 20.0
+        while (left := _netns_pids(c)) and any(left.values()) and time.monotonic() < end:
+            time.sleep(0.5)
+        assert not any(left.values()), left
+        assert processes_matching(marker) == []
+    finally:
+        subprocess.run(["ip", "link", "set", host3["port"], "up"], timeout=60)
+        c.down()
+    print(f"link of {host3['host']} down in the shuffle: the job ended {took:.1f} s later "
+          f"(timeout {timeout} s), rc {rc}, naming ranks {sorted(named)} on {host3['host']}; "
+          "no process left on any host")

@@ -52,7 +52,10 @@ CODED_RUN = CodedRun(
     server_encode_s={str(s): 0.1 + s for s in range(6)}, server_map=SERVER_MAP,
     server_shuffle_s={"4": 0.2, "1": 0.3}, server_plan_s={"4": 0.01, "1": 0.02},
     server_decode_s={"4": 0.05}, unresponsive=[3],
-    hosts={"0": "node-7", **{str(r): f"node-{r % 3}" for r in range(1, 7)}})
+    hosts={"0": "node-7", **{str(r): f"node-{r % 3}" for r in range(1, 7)}},
+    link=results.LinkBytes(
+        link_bytes={"shuffle": {"node-0": [5120, 4096], "node-1": None}},
+        plan_bytes={"shuffle": {"node-0": [4800, 3900], "node-1": [0, 0]}}))
 
 CODED_CONFIG = CodedConfig.of(JOB.to_dict(), RUN)
 CODED_SUMMARY = CodedSummary(reps=2, all_verified=False, mean_total_s=1.5)

@@ -42,10 +42,12 @@ in a phase, ``n^S_h``/``n^R_h`` its messages, ``e`` the achieved fraction of the
 (TCP/IP framing, the MPI library) and ``alpha`` a per-message cost in seconds:
 
     t_h = max( 8 S_h / (e rate_h) + n^S_h alpha,  8 R_h / (e rate_h) + n^R_h alpha )
-    T_phase = max_h t_h
+    T_phase = max( max_h t_h,  8 B / fabric )
 
-(the slowest host ends the phase; store-and-forward along a tree, latency beyond
-``alpha`` and switch contention are left out).
+(the slowest host ends the phase, or the capacity ``fabric`` that every byte ``B`` on
+the network shares, when one is given: a switch's backplane, or on an emulated cluster
+the machine forwarding every link; store-and-forward along a tree and latency beyond
+``alpha`` are left out).
 
 **Phases of the coded job** (:func:`coded_network`): ``distribution`` (0: every rank builds
 ``A``, the code and the vectors from the seed, ``runtime/coded/setup.py``), ``shuffle``
@@ -81,8 +83,9 @@ from mpi_coded.rates import format_rate, parse_rate
 
 HEADER_BYTES = 64
 """The runtime's message header: 8 int64 words (``runtime.core.wire.HEADER_WORDS``)."""
-META_WORDS = 8
-"""float64 words of the elastic machines' statistics record (``records.TASK_META``)."""
+META_WORDS = 14
+"""float64 words of the elastic machines' statistics record (``records.TASK_META``: 8
+statistics and 6 link counters)."""
 ITEMSIZE = {"float64": 8, "gf2^8": 1, "gf2^16": 2}
 """Bytes per value of each field's dtype."""
 MULTICAST_MODES = ("p2p", "bcast")
@@ -97,7 +100,9 @@ class Network:
 
     ``names[h]`` and ``rates[h]`` (bit/s) describe host ``h``; ``host_of[r]`` is the host
     of rank ``r``; ``alpha`` seconds per message; ``efficiency`` the achieved fraction of
-    the rate, in ``(0, 1]``.
+    the rate, in ``(0, 1]``; ``fabric`` the capacity (bit/s) of what connects the hosts,
+    shared by every byte on the network at once (a switch's backplane; on an emulated
+    cluster the one machine that forwards every link's packets), None: unlimited.
     """
 
     names: tuple[str, ...]
@@ -105,6 +110,7 @@ class Network:
     host_of: tuple[int, ...]
     alpha: float = 0.0
     efficiency: float = 1.0
+    fabric: float | None = None
 
     def __post_init__(self) -> None:
         require(len(self.names) == len(self.rates), "rates", "one rate per host",
@@ -114,6 +120,8 @@ class Network:
         require(all(r > 0 for r in self.rates), "--rate", "must be > 0", list(self.rates))
         require(self.alpha >= 0, "--alpha", "must be a number of seconds >= 0", self.alpha)
         require(0 < self.efficiency <= 1, "efficiency", "must be in (0, 1]", self.efficiency)
+        require(self.fabric is None or self.fabric > 0, "--fabric", "must be a rate > 0",
+                self.fabric)
 
     @property
     def ranks(self) -> int:
@@ -123,7 +131,8 @@ class Network:
         return {"hosts": {n: {"rate": format_rate(int(r)), "rate_bps": int(r),
                               "ranks": [k for k, h in enumerate(self.host_of) if h == i]}
                           for i, (n, r) in enumerate(zip(self.names, self.rates))},
-                "alpha_s": self.alpha, "efficiency": self.efficiency}
+                "alpha_s": self.alpha, "efficiency": self.efficiency,
+                **({"fabric_bps": self.fabric} if self.fabric is not None else {})}
 
 
 def coded_rank_name(rank: int) -> str:
@@ -140,7 +149,7 @@ def elastic_rank_name(rank: int) -> str:
 
 def make_network(ranks: int, rate: str, rate_of: Sequence[str] = (), alpha: float = 0.0,
                  efficiency: float = 1.0, ranks_per_host: int | None = None,
-                 rank_name: Any = coded_rank_name) -> Network:
+                 rank_name: Any = coded_rank_name, fabric: float | None = None) -> Network:
     """A :class:`Network` from the command line's spelling.
 
     Hosts: one per rank, named by ``rank_name`` (``master``, ``server0``, ...); with
@@ -148,6 +157,7 @@ def make_network(ranks: int, rate: str, rate_of: Sequence[str] = (), alpha: floa
     (mpiexec filling a hostfile's slots in order).  ``rate`` is every host's rate;
     ``rate_of`` items ``HOST=RATE`` override one host, ``HOST`` a host name, or
     ``rank<r>`` / a rank's own name (``master``, ``server3``) for the host of that rank.
+    ``fabric``: the shared capacity in bit/s (:class:`Network`), None: unlimited.
     Bad input: one :class:`~mpi_coded.errors.ConfigError` naming ``--rate``,
     ``--rate-of``, ``--alpha``, ``--efficiency`` or ``--ranks-per-host``.
     """
@@ -176,7 +186,8 @@ def make_network(ranks: int, rate: str, rate_of: Sequence[str] = (), alpha: floa
             "must be a number of seconds >= 0", alpha)
     require(isinstance(efficiency, (int, float)) and 0 < efficiency <= 1, "--efficiency",
             "must be a number in (0, 1]", efficiency)
-    return Network(tuple(names), tuple(rates), tuple(host_of), float(alpha), float(efficiency))
+    return Network(tuple(names), tuple(rates), tuple(host_of), float(alpha), float(efficiency),
+                   None if fabric is None else float(fabric))
 
 
 def _host_names(names: Sequence[str]) -> str:
@@ -281,9 +292,14 @@ class PhaseCost:
     host_seconds: dict[str, float]
     total_bytes: int  # every copy of every message, on the network or not
     network_bytes: int  # bytes sent over host links
+    fabric_seconds: float | None = None  # 8 network_bytes / fabric (None: unlimited)
 
     def to_dict(self) -> dict[str, Any]:
         return {"seconds": self.seconds, "slowest_host": self.slowest,
+                **({"fabric_seconds": self.fabric_seconds,
+                    "limited_by": ("fabric" if self.seconds == self.fabric_seconds
+                                   and self.seconds > 0 else "host")}
+                   if self.fabric_seconds is not None else {}),
                 "bytes_on_wire": self.network_bytes, "bytes_total": self.total_bytes,
                 "hosts": {n: {"sent_bytes": t.sent_bytes, "recv_bytes": t.recv_bytes,
                               "sent_messages": t.sent_messages,
@@ -293,7 +309,9 @@ class PhaseCost:
 
 
 def phase_seconds(traffic: Traffic, net: Network) -> PhaseCost:
-    """``T = max_h t_h`` (module docstring) with every host's traffic."""
+    """``T = max(max_h t_h, 8 B / fabric)`` (module docstring) with every host's traffic,
+    ``B`` the bytes on the network; ``slowest`` is the slowest host (``limited_by`` in the
+    dict says whether it or the fabric ends the phase)."""
     require(all(0 <= r < net.ranks for e in traffic.edges for r in e), "network",
             f"the traffic names ranks beyond the network's {net.ranks}",
             sorted({r for e in traffic.edges for r in e}))
@@ -302,8 +320,11 @@ def phase_seconds(traffic: Traffic, net: Network) -> PhaseCost:
     secs = {net.names[h]: t.seconds(net.rates[h], net.alpha, net.efficiency)
             for h, t in per.items()}
     slowest = max(secs, key=lambda n: secs[n]) if secs else None
-    return PhaseCost(secs[slowest] if slowest is not None else 0.0, slowest, hosts, secs,
-                     traffic.total_bytes, sum(t.sent_bytes for t in per.values()))
+    seconds = secs[slowest] if slowest is not None else 0.0
+    on_net = sum(t.sent_bytes for t in per.values())
+    fab = None if net.fabric is None else 8 * on_net / net.fabric
+    return PhaseCost(max(seconds, fab or 0.0), slowest, hosts, secs, traffic.total_bytes,
+                     on_net, fab)
 
 
 # --- the coded job -----------------------------------------------------------------------
@@ -530,16 +551,33 @@ def network_report(p: CodedParams, net: Network, multicast: str = "p2p",
     return out
 
 
-def link_calibration(doc: Mapping[str, Any]) -> tuple[float | None, float | None]:
+def link_calibration(doc: Mapping[str, Any], rate: float | None = None
+                     ) -> tuple[float | None, float | None]:
     """``(alpha_s, efficiency)`` of a calibration file's optional ``network`` object
     (``{"alpha_s": seconds per message, "efficiency": achieved fraction of the rate}``,
-    measured on the emulated network); None where absent.  Bad values: ConfigError
-    naming ``calibration``."""
+    measured on the emulated network by ``scripts/bench_network.py``); None where absent.
+
+    The object may also hold ``by_rate``, ``{RATE: {"alpha_s", "efficiency"}}`` (tc
+    units): the pair measured at each link rate (on one machine the achieved fraction
+    falls as the rate rises: the hosts share its cores).  With ``rate`` (bit/s) the pair
+    of the entry at that rate is returned when there is one, else the top-level pair.
+    Bad values: ConfigError naming ``calibration``."""
     netdoc = doc.get("network")
     if netdoc is None:
         return None, None
     require(isinstance(netdoc, dict), "calibration", "network must be an object", netdoc)
-    alpha, eff = netdoc.get("alpha_s"), netdoc.get("efficiency")
+    chosen: Mapping[str, Any] = netdoc
+    by_rate = netdoc.get("by_rate")
+    if by_rate is not None:
+        require(isinstance(by_rate, dict) and all(isinstance(v, dict)
+                                                  for v in by_rate.values()),
+                "calibration", "network.by_rate must map rates to objects", by_rate)
+        if rate is not None:
+            for key, entry in by_rate.items():
+                if parse_rate(str(key), "calibration") == int(rate):
+                    chosen = {**netdoc, **entry}
+                    break
+    alpha, eff = chosen.get("alpha_s"), chosen.get("efficiency")
     for key, val, ok in (("alpha_s", alpha, lambda v: v >= 0),
                          ("efficiency", eff, lambda v: 0 < v <= 1)):
         require(val is None or (isinstance(val, (int, float)) and not isinstance(val, bool)
@@ -547,6 +585,27 @@ def link_calibration(doc: Mapping[str, Any]) -> tuple[float | None, float | None
                 f"network.{key} must be a number " + (">= 0" if key == "alpha_s"
                                                       else "in (0, 1]"), val)
     return (None if alpha is None else float(alpha)), (None if eff is None else float(eff))
+
+
+def link_fabric(doc: Mapping[str, Any], rate: float | None = None) -> float | None:
+    """``fabric_bps`` of a calibration file's ``network`` object (the shared capacity,
+    :class:`Network`; of the ``by_rate`` entry at ``rate`` when there is one), None where
+    absent.  Bad values: ConfigError naming ``calibration``."""
+    netdoc = doc.get("network")
+    if not isinstance(netdoc, dict):
+        return None
+    chosen: Mapping[str, Any] = netdoc
+    by_rate = netdoc.get("by_rate")
+    if isinstance(by_rate, dict) and rate is not None:
+        for key, entry in by_rate.items():
+            if isinstance(entry, dict) and parse_rate(str(key), "calibration") == int(rate):
+                chosen = {**netdoc, **entry}
+                break
+    val = chosen.get("fabric_bps")
+    require(val is None or (isinstance(val, (int, float)) and not isinstance(val, bool)
+                            and val > 0), "calibration",
+            "network.fabric_bps must be a number > 0", val)
+    return None if val is None else float(val)
 
 
 def elastic_report(plan: StepPlan, speeds: Mapping[int, Any], cols: int, field_name: str,

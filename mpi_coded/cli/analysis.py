@@ -33,6 +33,7 @@ from mpi_coded.analysis.solvers import SOLVERS, load_assignment, save_assignment
 from mpi_coded.coded.schemes import names
 from mpi_coded.codes.lt import DEFAULT_C, DEFAULT_DELTA
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.rates import parse_rate
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -141,14 +142,19 @@ def _network(args: argparse.Namespace, p: Any, P: Any) -> dict[str, Any] | None:
     tree = args.bcast_tree or "binomial"
     require(tree in BCAST_TREES, "--bcast-tree", f"must be one of {', '.join(BCAST_TREES)}",
             tree)
-    alpha, eff = (netmodel.link_calibration(calibration_doc(args.calibration))
+    alpha, eff = (netmodel.link_calibration(calibration_doc(args.calibration),
+                                            parse_rate(args.rate, "--rate"))
                   if args.calibration is not None else (None, None))
     alpha = _number(args.alpha, "--alpha") if args.alpha is not None else (alpha or 0.0)
     eff = _number(args.efficiency, "--efficiency") if args.efficiency is not None else (
         eff or 1.0)
     rph = None if args.ranks_per_host is None else _integer(args.ranks_per_host,
                                                             "--ranks-per-host")
-    net = netmodel.make_network(p.K + 1, args.rate, args.rate_of or (), alpha, eff, rph)
+    fabric = (netmodel.link_fabric(calibration_doc(args.calibration),
+                                   parse_rate(args.rate, "--rate"))
+              if args.calibration is not None else None)
+    net = netmodel.make_network(p.K + 1, args.rate, args.rate_of or (), alpha, eff, rph,
+                                fabric=fabric)
     order = None
     if args.finishing_order is not None:
         order = [_integer(x, "--finishing-order") for x in args.finishing_order.split(",")
@@ -186,7 +192,9 @@ def _print_network(net: dict[str, Any]) -> None:
     rates = sorted({h["rate"] for h in net["hosts"].values()})
     secs, over = net["seconds"], net["over_uc"]
     print(f"  network ({'/'.join(rates)}, {net['multicast']}, alpha {net['alpha_s']:.3g} s, "
-          f"efficiency {net['efficiency']:.3g}, Q={','.join(map(str, net['Q']))})"
+          f"efficiency {net['efficiency']:.3g}, "
+          + (f"fabric {net['fabric_bps'] / 1e6:.4g} Mbit/s, " if "fabric_bps" in net else "")
+          + f"Q={','.join(map(str, net['Q']))})"
           f"  distribution {secs['distribution']:.4g} s  shuffle {secs['shuffle']:.4g} s"
           f"  gather {secs['gather']:.4g} s  total {secs['total']:.4g} s")
     sh = net["phases"]["shuffle"]

@@ -116,7 +116,8 @@ class Cluster:
         """What a run record says about the network (``MPI_CODED_NETWORK``)."""
         return {"cluster": self.name, "emulated": True, "subnet": self.subnet,
                 "hosts": [h.name for h in self.hosts],
-                "rates": {h.name: h.rate for h in self.hosts}, "transport": transport}
+                "rates": {h.name: h.rate for h in self.hosts}, "transport": transport,
+                "iface": "eth0"}  # every host's link (runtime/core/linkstats.py counts it)
 
 
 def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE,

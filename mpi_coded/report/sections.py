@@ -314,7 +314,8 @@ def _record_row(src: Source, job: str, run: RunContext | None, raw: dict[str, An
     for k in EXTRA_KEYS:
         if k in raw:
             row[k] = raw[k]
-    if "network" not in row and "slurm" in row:
+    net = row.get("network")
+    if not (isinstance(net, dict) and net.get("emulated")) and "slurm" in row:
         row["network"] = f"slurm {H.fmt(row['slurm'])}"
     return row
 

@@ -2,7 +2,7 @@
 predicted in seconds with it (docs/theory.md (C.4); measured values: docs/benchmarks.md).
 
 The delay model counts field operations (docs/theory.md (B.6)); the runtime measures
-seconds, and its kernels cost very different seconds per operation.  Three parts:
+seconds, and its kernels cost very different seconds per operation.  Four parts:
 
 * :mod:`.measuring`: times every kernel of :class:`mpi_coded.codes.prices.Kernel` here
   (:func:`measure`, :func:`measure_report` with the problems of a measurement);
@@ -11,6 +11,9 @@ seconds, and its kernels cost very different seconds per operation.  Three parts
 * :mod:`.predict`: every phase of a job in seconds (:func:`predict_seconds`: the calls the
   runtime makes, :func:`job_work`, priced and shared out over the cores,
   :func:`shared_wall`, :func:`slowdown`);
+* :mod:`.fitted`: the model fitted on short runs of the job itself (docs/theory.md (C.5):
+  :func:`fit` of two class multipliers, :class:`FittedModel`, :func:`summarize_runs`
+  across independent runs with the spread);
 
 and :mod:`.files`, the calibration file (:func:`write`, :func:`load`; ``mpi-coded model
 --calibrate`` and ``--calibration FILE``).  The names below are re-exported here.
@@ -25,6 +28,16 @@ from mpi_coded.analysis.calibration.contention import (
     measure_contention,
 )
 from mpi_coded.analysis.calibration.files import READS, VERSION, load, write
+from mpi_coded.analysis.calibration.fitted import (
+    Features,
+    FittedModel,
+    Observation,
+    features,
+    fit,
+    phase_overhead,
+    spread,
+    summarize_runs,
+)
 from mpi_coded.analysis.calibration.measuring import (
     CalibrationError,
     Measurement,
@@ -43,7 +56,8 @@ from mpi_coded.analysis.calibration.predict import (
 from mpi_coded.codes.prices import KEYS
 
 __all__ = ["CONTENTION_TIMEOUT", "KEYS", "MAX_CONTENTION_PROCS", "MIXES", "OVER_PER_CORE",
-           "READS", "VERSION", "CalibrationError", "JobWork", "Measurement", "cores_here",
-           "job_work", "load", "measure", "measure_contention", "measure_report",
+           "READS", "VERSION", "CalibrationError", "Features", "FittedModel", "JobWork",
+           "Measurement", "Observation", "cores_here", "features", "fit", "job_work", "load",
+           "measure", "measure_contention", "measure_report", "phase_overhead",
            "phase_seconds", "predict_seconds", "runtime_field", "shared_wall", "slowdown",
-           "write"]
+           "spread", "summarize_runs", "write"]

@@ -8,20 +8,25 @@ answer, on time or late) and the suspects (:mod:`mpi_coded.cec.suspects`).
 
 from __future__ import annotations
 
+import socket
 import sys
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
+from mpi_coded.analysis.network import Traffic
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.scenario import stragglers_at, true_speeds
 from mpi_coded.cec.suspects import Suspects
 from mpi_coded.faults import Fault
 from mpi_coded.fields import get_field
-from mpi_coded.runtime.core import records
+from mpi_coded.results import LinkBytes, PhaseBytes
+from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.linkstats import Span
 from mpi_coded.runtime.core.peers import Peers
 from mpi_coded.runtime.core.wait import deadline_in
 
@@ -49,6 +54,8 @@ class Cluster:
         self.suspects = Suspects(cfg.suspect_after)
         self.estimator = cfg.speeds.make_estimator(self.machines)
         self.observed = 0
+        self.book = linkstats.HostBook()  # each host's last measured phase end
+        self.link_at = linkstats.read()  # the master's link counters at its last mark
 
     def hard(self) -> float:
         """The deadline of a wait that is not a step's (``timeout_s`` from now)."""
@@ -99,6 +106,60 @@ class Cluster:
 
     def preempted(self, env: list[int]) -> list[int]:
         return [n for n in self.machines if n not in env]
+
+    # -- the links ------------------------------------------------------------------------
+
+    def link_mark(self) -> Span:
+        """The master's link counters since its last mark (a span), and a new mark."""
+        now = linkstats.read()
+        span, self.link_at = (self.link_at, now), now
+        return span
+
+    def host_of(self) -> dict[int, str]:
+        """Rank -> host: the master's and every machine's (from READY)."""
+        return {0: socket.gethostname(), **{n: self.links.host[n] for n in self.machines}}
+
+    def link_record(self, phases: Sequence[tuple[str, Mapping[int, Span]]],
+                    plans: Mapping[str, Traffic | None]) -> LinkBytes | None:
+        """``link_bytes`` of ``phases`` (in order: each phase's spans of the ranks that took
+        part, rank 0 the master; a machine's step ends when its answer is ready, so the
+        answer's tail still leaving its host counts in the host's next step) beside the
+        plan's bytes (``plans[phase]``, the network model's messages; None: not
+        modelled); None on one host without a described network (linkstats.measured)."""
+        host_of = self.host_of()
+        if not linkstats.measured(linkstats.described_network(), host_of.values()):
+            return None
+        by_host = [(name, _group(spans, host_of)) for name, spans in phases]
+        link = linkstats.host_phases(by_host, host_of.values(), self.book)
+        plan: PhaseBytes = {name: linkstats.plan_by_host(t, host_of)
+                            for name, t in plans.items() if t is not None}
+        unread = all(v is None for per in link.values() for v in per.values())
+        return LinkBytes(link_bytes=None if unread else link, plan_bytes=plan or None)
+
+
+def _group(spans: Mapping[int, Span], host_of: Mapping[int, str]) -> dict[str, list[Span]]:
+    """Spans by host; on the master's host the master's alone (it marks a phase's end once
+    every answer of it is in, linkstats module docstring)."""
+    out: dict[str, list[Span]] = {}
+    for rank, span in spans.items():
+        if rank == 0 or host_of[rank] != host_of[0]:
+            out.setdefault(host_of[rank], []).append(span)
+    return out
+
+
+def meta_spans(metas: Mapping[int, Mapping[str, float]], moved: bool
+               ) -> tuple[dict[int, Span], dict[int, Span]]:
+    """The machines' spans of their TASK_META records: before and after their moves were
+    done (the uncoded baseline, ``moved``), else ``({}, the whole task)``."""
+    before: dict[int, Span] = {}
+    after: dict[int, Span] = {}
+    for n, meta in metas.items():
+        start, end = linkstats.span_of(meta)
+        mid = linkstats.counters_at(meta, *records.MOVED) if moved else None
+        if mid is not None:
+            before[n] = (start, mid)
+        after[n] = (mid or start, end)
+    return before, after
 
 
 def overrun(metas: dict[int, dict[str, float]]) -> list[int]:

@@ -26,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 from mpi4py import MPI
 
+from mpi_coded.analysis.network import elastic_setup_traffic, elastic_step_traffic
 from mpi_coded.cec.data import encode_blocks, encode_matrix
 from mpi_coded.cec.decode import StepDecoder, decode_parts, decode_step
 from mpi_coded.cec.estimate import step_time
@@ -33,8 +34,8 @@ from mpi_coded.cec.plan import StepPlan, make_plan
 from mpi_coded.cec.suspects import StepSuspects
 from mpi_coded.cec.waste import transition_waste
 from mpi_coded.codes.mds import DecoderCache, systematic_mds
-from mpi_coded.results import ElasticStep
-from mpi_coded.runtime.cec.cluster import Cluster, overrun, warn
+from mpi_coded.results import ElasticStep, LinkBytes
+from mpi_coded.runtime.cec.cluster import Cluster, meta_spans, overrun, warn
 from mpi_coded.runtime.cec.collect import Attempt, collect
 from mpi_coded.runtime.cec.steps import Clock, Setup, Steps
 from mpi_coded.runtime.cec.tasks import task_tables
@@ -115,14 +116,17 @@ class CodedSteps(Steps):
         reqs = []
         for n in cl.machines:
             reqs += P.isend(cl.comm, n, P.Kind.BLOCK, 0, coded[n - 1])
+        shapes = [coded[0].shape]
         if len(self.prods) == 2:  # and of X^T, for the gradient X^T z
             coded_t = encode_matrix(fld, self.g, cfg.L, self.x.T)
             for n in cl.machines:
                 reqs += P.isend(cl.comm, n, P.Kind.BLOCK, 1, coded_t[n - 1])
+            shapes.append(coded_t[0].shape)
         cl.links.handshake(cfg.timeout_s)
         wait_all(reqs, hard, "machines to receive their coded blocks")
         return Setup(int(coded.nbytes), int(coded[0].nbytes),
-                     f"{cfg.N} coded blocks of {cfg.rows_per_block}x{cfg.cols} {fld.name}")
+                     f"{cfg.N} coded blocks of {cfg.rows_per_block}x{cfg.cols} {fld.name}",
+                     elastic_setup_traffic(cl.machines, shapes, fld.dtype.itemsize))
 
     def replay(self, envs: list[list[int]]) -> None:
         for env in envs:  # (heterogeneous-tw lays out against each previous plan)
@@ -269,7 +273,16 @@ class CodedSteps(Steps):
             transition_waste=str(waste), transition_waste_rows=float(waste * R),
             bytes_step=self.traffic(f, w), S=plan.S, suspects=list(self.sus.left_out),
             suspects_forced=list(self.sus.forced), rejoined=list(self.sus.rejoined),
-            waited_for=waited, cut_off=sorted(f.cut_off))
+            waited_for=waited, cut_off=sorted(f.cut_off), link=self.link(f))
+
+    def link(self, f: Flight) -> LinkBytes | None:
+        """The product's ``link_bytes`` (the master and the machines that answered) beside
+        the network model's bytes of its plan."""
+        _, spans = meta_spans(f.att.metas, moved=False)
+        plan = elastic_step_traffic(f.plan, f.prod.x.shape[1], self.field.dtype.itemsize,
+                                    f.idle)
+        return self.cl.link_record([("step", {0: self.cl.link_mark(), **spans})],
+                                   {"step": plan})
 
     def traffic(self, f: Flight, w: np.ndarray) -> int:
         """Bytes of the product's orders and answers."""

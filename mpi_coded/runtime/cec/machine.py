@@ -45,7 +45,7 @@ from mpi_coded.cec.scenario import true_speed
 from mpi_coded.faults import Fault
 from mpi_coded.fields import get_field
 from mpi_coded.runtime.cec.tasks import merged_ranges, part_aux
-from mpi_coded.runtime.core import records
+from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.faults import at_phase
 from mpi_coded.runtime.core.guard import Phase
@@ -76,6 +76,10 @@ class Machine:
         self.idle_steps: list[int] = []  # steps this machine idled
         self.rows_done: dict[int, int] = {}  # rows computed per step
         self.acc = self.field.zeros(cfg.cols)  # uncoded linreg: the part of X^T z
+        # link counters (runtime/core/linkstats.py): at the end of the last activity (setup,
+        # a task, an IDLE), and when the moves of a wire step were done (uncoded)
+        self.link_mark: linkstats.Counters | None = None
+        self.moved: tuple[int, linkstats.Counters | None] = (-1, None)
 
     def real_step(self, vstep: int) -> int:
         """The job's step of a wire step (linreg: two wire steps per step)."""
@@ -159,6 +163,9 @@ class Machine:
             new[s0 - a: s1 - a] = rows
         wait_all(reqs, deadline_in(cfg.timeout_s), f"step {step} rows to be delivered")
         self.block, self.base = new, a
+        self.moved = (step, linkstats.read())
+        if step == 0:  # the setup's moves: no task reports them
+            self.link_mark = self.moved[1]
         self.master.send(P.Kind.MOVES, step, timeout=cfg.timeout_s)
 
     def task(self, step: int, attempt: int, table: np.ndarray, w: np.ndarray) -> int:
@@ -210,16 +217,28 @@ class Machine:
         meta = records.TASK_META.pack(compute_s=compute_s, sleep_s=sleep_s,
                                       target_s=planned * per_row, rows=done, busy_s=busy_s,
                                       rows_planned=planned, cut=float(cut),
-                                      speed=self.speed(self.real_step(step)))
+                                      speed=self.speed(self.real_step(step)),
+                                      **self.link_values(step))
         reqs += self.master.isend(P.Kind.META, step, meta, aux=attempt)
         wait_all(reqs, deadline_in(cfg.timeout_s), f"the master to take step {step}'s result")
         return done
+
+    def link_values(self, step: int) -> dict[str, float]:
+        """A task's link fields: the counters since the last activity ended, when this wire
+        step's moves were done (-1: none), now; now is the next activity's start."""
+        now = linkstats.read()
+        moved = self.moved[1] if self.moved[0] == step else None
+        out = {**linkstats.span_values(self.link_mark, now),
+               **linkstats.values(records.MOVED, moved)}
+        self.link_mark = now
+        return out
 
     def run(self, phase: Phase) -> None:
         phase.set("setup")
         at_phase(self.faults, self.comm, "setup", None)
         self.field.warm_up()
         self.setup()
+        self.link_mark = linkstats.read()
         self.master.ready(self.cfg.timeout_s)
         while True:
             phase.set("wait")
@@ -265,6 +284,7 @@ class Machine:
         if self.uncoded:  # reclaimed: its rows are gone
             self.block, self.base = self.field.zeros((0, self.cfg.cols)), 0
         self.idle_steps.append(self.real_step(step))
+        self.link_mark = linkstats.read()
         self.idle_clock.start()
 
     def stop(self, step: int) -> None:

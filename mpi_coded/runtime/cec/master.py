@@ -121,11 +121,14 @@ class Master:
         steps: Steps = UncodedSteps(cl, x) if cfg.policy == "uncoded" else CodedSteps(cl, x)
         self.work = Iterate.start(cfg.workload, x, cfg.rows, cfg.cols, cfg.seed)
         t0 = time.perf_counter()
+        cl.link_mark()
         env0 = list(self.schedule[first - 1]) if first <= len(self.schedule) else cl.machines
         sent = steps.setup(env0)
         rec = ElasticSetup(setup_s=time.perf_counter() - t0, setup_bytes=sent.nbytes,
                            bytes_per_machine=sent.per_machine,
-                           hosts={str(n): cl.links.host[n] for n in cl.machines})
+                           hosts={str(n): cl.links.host[n] for n in cl.machines},
+                           link=cl.link_record([("setup", {0: cl.link_mark()})],
+                                               {"setup": sent.traffic}))
         print(f"setup: {sent.what}, {sent.nbytes} bytes in {rec.setup_s:.3f} s (sent once)",
               flush=True)
         if first > 1:

@@ -18,17 +18,20 @@ from typing import Any
 
 import numpy as np
 
+from mpi_coded.analysis.network import Traffic
 from mpi_coded.results import ElasticStep
 from mpi_coded.runtime.cec.cluster import Cluster, measured
 
 
 @dataclass(frozen=True)
 class Setup:
-    """What a policy's setup sent: bytes in all, per machine, and a line for stdout."""
+    """What a policy's setup sent: bytes in all, per machine, a line for stdout, and its
+    messages as the network model counts them."""
 
     nbytes: int
     per_machine: int
     what: str
+    traffic: Traffic | None = None
 
 
 @dataclass(frozen=True)

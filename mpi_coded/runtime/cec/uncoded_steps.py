@@ -26,13 +26,15 @@ from fractions import Fraction
 import numpy as np
 from mpi4py import MPI
 
+from mpi_coded.analysis.network import uncoded_move_traffic, uncoded_step_traffic
 from mpi_coded.cec.uncoded import Layout, Move, bytes_moved, moves, uncoded_split, uncoded_time
-from mpi_coded.results import ElasticStep
-from mpi_coded.runtime.cec.cluster import Cluster, payload
+from mpi_coded.results import ElasticStep, LinkBytes
+from mpi_coded.runtime.cec.cluster import Cluster, meta_spans, payload
 from mpi_coded.runtime.cec.steps import Clock, Setup, Steps
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.inbox import Msg
+from mpi_coded.runtime.core.linkstats import Span
 from mpi_coded.runtime.core.wait import wait_all
 
 
@@ -50,6 +52,7 @@ class Split:
     idle: list[int]
     start: float = 0.0
     move_s: float = 0.0
+    moved: Span = (None, None)  # the master's link counters over the moves
     reqs: list[MPI.Request] = field(default_factory=list)
     collected: float = 0.0
     decoded: float = 0.0
@@ -72,7 +75,8 @@ class UncodedSteps(Steps):
         self.layout = layout
         per_machine = max(b - a for a, b in layout.values()) * cfg.cols * self.field.dtype.itemsize
         return Setup(bytes_moved(mv, cfg.cols, self.field.dtype.itemsize), per_machine,
-                     f"uncoded rows of X split over {len(layout)} machines")
+                     f"uncoded rows of X split over {len(layout)} machines",
+                     uncoded_move_traffic(layout, mv, cfg.cols, self.field.dtype.itemsize))
 
     def move(self, step: int, layout: Layout, mv: list[Move], idle: list[int]) -> float:
         """Order the moves of ``step``, send the master's rows, wait for every ack."""
@@ -118,6 +122,7 @@ class UncodedSteps(Steps):
         s.start = time.perf_counter()
         if s.which == 0:
             s.move_s = self.move(s.vstep, s.layout, s.moves, s.idle)
+            s.moved = self.cl.link_mark()
         for n, (a, b) in s.layout.items():
             table = np.array([[a, b]], np.int64)
             s.reqs += P.isend(self.cl.comm, n, P.Kind.TASK, s.vstep, table)
@@ -165,4 +170,19 @@ class UncodedSteps(Steps):
             bytes_step=sum(int(payload(got[n][0]).nbytes) for n in layout) +
             (int(w.nbytes) * len(layout) if s.which == 0 else int(w.nbytes)),
             bytes_moved=bytes_moved(s.moves, cfg.cols, self.field.dtype.itemsize),
-            move_s=s.move_s, moves=len(s.moves), waited_for=[[n] for n in sorted(layout)])
+            move_s=s.move_s, moves=len(s.moves), waited_for=[[n] for n in sorted(layout)],
+            link=self.link(s, metas))
+
+    def link(self, s: Split, metas: dict[int, dict[str, float]]) -> LinkBytes | None:
+        """``link_bytes`` of the moves (``X w`` only) and of the products (the master and
+        every machine of the split) beside the network model's bytes of both (the
+        ``X^T z`` product of linreg: not modelled, no ``plan_bytes``)."""
+        cl, cols, item = self.cl, self.cfg.cols, self.field.dtype.itemsize
+        before, after = meta_spans(metas, moved=s.which == 0)
+        step = ("step", {0: cl.link_mark(), **after})
+        if s.which == 1:
+            return cl.link_record([step], {"step": None})
+        return cl.link_record(
+            [("moves", {0: s.moved, **before}), step],
+            {"moves": uncoded_move_traffic(s.layout, s.moves, cols, item, s.idle),
+             "step": uncoded_step_traffic(s.layout, cols, item)})

@@ -16,13 +16,24 @@ from typing import Any
 
 import numpy as np
 
+from mpi_coded.analysis.network import ITEMSIZE, Traffic, gather_traffic, shuffle_traffic
 from mpi_coded.coded.code import algorithm_names
 from mpi_coded.coded.job import CodedJob
 from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.shuffle import ShufflePlan
-from mpi_coded.results import CodedConfig, CodedRun, CodedServerMap, CodedSummary, RunContext
+from mpi_coded.results import (
+    CodedConfig,
+    CodedRun,
+    CodedServerMap,
+    CodedSummary,
+    LinkBytes,
+    PhaseBytes,
+    RunContext,
+)
 from mpi_coded.runtime.coded.setup import peak_rss_mb
+from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core.inbox import Msg
+from mpi_coded.runtime.core.linkstats import Counters, Span
 
 Stats = dict[int, dict[str, float]]
 """Statistics records by server."""
@@ -44,9 +55,12 @@ class Repetition:
     outputs: dict[int, Msg] = field(default_factory=dict)
     reduce: Stats = field(default_factory=dict)
     unresponsive: list[int] = field(default_factory=list)
+    link: list[Counters | None] = field(default_factory=list)
+    """The master's link counters at each :attr:`t` (:mod:`~mpi_coded.runtime.core.linkstats`)."""
 
     def mark(self) -> float:
-        """Read the clock at the end of a phase; the phase's seconds."""
+        """Read the clock (and the link counters) at the end of a phase; its seconds."""
+        self.link.append(linkstats.read())
         self.t.append(time.perf_counter())
         return self.t[-1] - self.t[-2] if len(self.t) > 1 else 0.0
 
@@ -123,7 +137,75 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         server_encode_s=by_server(r.encode, "encode_s"), server_map=server_maps(r.map),
         server_shuffle_s=by_server(shs, "shuffle_s"), server_plan_s=by_server(shs, "plan_s"),
         server_decode_s=by_server(r.reduce, "decode_s"), unresponsive=r.unresponsive,
-        hosts=hosts)
+        hosts=hosts, link=link_part(job, field_name, r, plan, hosts))
+
+
+PHASES = ("encode", "map", "shuffle", "reduce")
+"""The phases of a repetition, in order (the keys of ``link_bytes`` and ``plan_bytes``)."""
+
+
+def link_spans(r: Repetition, hosts: dict[str, str]) -> list[tuple[str, dict[str, list[Span]]]]:
+    """Per phase, the link spans that bound it on each host (linkstats module docstring).
+
+    The master's host: the master's marks (:attr:`Repetition.link`; it marks a phase's end
+    once every report of it is in).  Every other host: its servers that took part, each
+    from the counters it read at its start and end of the phase, except that the map is
+    bounded by the finishers' map ends (a late server's stop comes after the shuffle
+    began; a host without a finisher: its late servers'), and the shuffle of a host with
+    reducers by the earliest reduce order one of them took (every shuffle message had
+    arrived by then, and no output had left).
+    """
+    master = hosts["0"]
+    marks = {p: (r.link[i], r.link[i + 1]) for i, p in enumerate(PHASES) if i + 1 < len(r.link)}
+    finished = {s: r.map[s] for s in r.finished if s in r.map}
+    late = {s: v for s, v in r.map.items() if s not in finished}
+    out: list[tuple[str, dict[str, list[Span]]]] = []
+    for phase, stats in (("encode", r.encode), ("map", finished), ("shuffle", r.shuffle),
+                         ("reduce", r.reduce)):
+        spans = _by_host(stats, hosts, master)
+        if phase == "map":
+            spans = {**_by_host(late, hosts, master), **spans}
+        if phase == "shuffle":
+            for h, starts in _by_host(r.reduce, hosts, master).items():
+                first = linkstats.earliest(s for s, _ in starts)
+                spans[h] = [(linkstats.earliest(s for s, _ in spans.get(h, [])), first)]
+        if phase in marks:
+            spans[master] = [marks[phase]]
+        out.append((phase, spans))
+    return out
+
+
+def _by_host(stats: Stats, hosts: dict[str, str], master: str) -> dict[str, list[Span]]:
+    """The servers' spans of ``stats`` by host, the master's host left out."""
+    out: dict[str, list[Span]] = {}
+    for s, v in stats.items():
+        h = hosts[str(s + 1)]
+        if h != master:
+            out.setdefault(h, []).append(linkstats.span_of(v))
+    return out
+
+
+def plan_phases(plan: ShufflePlan, field_name: str, multicast: str,
+                hosts: dict[str, str]) -> PhaseBytes:
+    """The network model's bytes per phase and host for ``plan``: the shuffle (each
+    multicast as ``multicast`` carries it) and, in the reduce, the reducers' outputs to
+    the master; nothing in encode and map (orders and statistics only)."""
+    item = ITEMSIZE[field_name]
+    host_of = {int(k): v for k, v in hosts.items()}
+    per = {"shuffle": shuffle_traffic(plan, item, multicast), "reduce": gather_traffic(plan, item)}
+    return {p: linkstats.plan_by_host(per.get(p, Traffic()), host_of) for p in PHASES}
+
+
+def link_part(job: CodedJob, field_name: str, r: Repetition, plan: ShufflePlan,
+              hosts: dict[str, str] | None) -> LinkBytes | None:
+    """The repetition's ``link_bytes`` beside its ``plan_bytes`` (None on one host without a
+    described network: there the ranks share memory, linkstats.measured)."""
+    if not hosts or not linkstats.measured(linkstats.described_network(), hosts.values()):
+        return None
+    link = linkstats.host_phases(link_spans(r, hosts), hosts.values())
+    unread = all(v is None for by_host in link.values() for v in by_host.values())
+    return LinkBytes(link_bytes=None if unread else link,
+                     plan_bytes=plan_phases(plan, field_name, job.multicast, hosts))
 
 
 def _names(mask: float) -> str:

@@ -41,12 +41,13 @@ from mpi_coded.runtime.coded.setup import (
     padding_warning,
     working_bytes,
 )
+from mpi_coded.runtime.coded.transfer import SHUFFLE_MARGIN_S
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Msg
 from mpi_coded.runtime.core.memory import prefault
-from mpi_coded.runtime.core.peers import Peers
+from mpi_coded.runtime.core.peers import Peers, world_hosts
 from mpi_coded.runtime.core.run import run_info
 from mpi_coded.runtime.core.wait import DeadlineExceeded, deadline_in, wait_all
 
@@ -83,11 +84,12 @@ class CodedMaster:
         return False
 
     def collect(self, who: list[int], kind: P.Kind, rep: int, what: str,
-                aux: int | None = None) -> dict[int, Msg]:
-        """Every server of ``who``'s next ``kind`` message (the job's timeout is hard)."""
+                aux: int | None = None, margin: float = 0.0) -> dict[int, Msg]:
+        """Every server of ``who``'s next ``kind`` message (the job's timeout, plus
+        ``margin``, is hard)."""
         got, _ = self.peers.collect(
             [rank_of(s) for s in who], [kind], rep, aux=aux,
-            hard=deadline_in(self.job.timeout_s),
+            hard=deadline_in(self.job.timeout_s + margin),
             what=f"{what} (timeout {self.job.timeout_s} s)", stale=self._stale)
         return {r - 1: msgs[0] for r, msgs in got.items()}
 
@@ -134,6 +136,7 @@ class CodedMaster:
         t_verify = time.perf_counter() - t_verify
         self.peers = Peers(self.comm, [rank_of(s) for s in self.servers],
                            label=lambda r: f"server {r - 1} = rank {r}")
+        world_hosts(self.comm, job.timeout_s)  # the servers learn each other's hosts
         self.peers.handshake(job.timeout_s)
         code = self.setup.code
         print(f"coded job: scheme={p.scheme} K={p.K} q={p.q} mu={p.mu} m={p.m} n={p.n} "
@@ -178,10 +181,15 @@ class CodedMaster:
         wait_all(reqs, deadline_in(self.job.timeout_s), "MAP_END to be delivered")
 
     def shuffle(self, r: Repetition) -> None:
-        """Wait for every finisher to have sent and received its part of the plan."""
+        """Wait for every finisher to have sent and received its part of the plan.
+
+        A finisher that cannot be reached stops the others' shuffles too, and only they
+        know whom they miss: the master waits :data:`SHUFFLE_MARGIN_S` beyond their
+        deadline, so that their error (naming the silent servers and hosts) ends the job."""
         self.phase.set("shuffle", r.rep)
         finishers = list(r.end.finishers)
-        sh = self.collect(finishers, P.Kind.DONE, r.rep, "shuffle", aux=SHUFFLE)
+        sh = self.collect(finishers, P.Kind.DONE, r.rep, "shuffle", aux=SHUFFLE,
+                          margin=SHUFFLE_MARGIN_S)
         progress(r.rep, "shuffle", r.mark(), "")
         r.shuffle = {s: stats_of(sh[s], SHUFFLE_STATS) for s in finishers}
 

@@ -38,13 +38,14 @@ from mpi_coded.runtime.coded.setup import (
     peak_rss_mb,
     working_bytes,
 )
-from mpi_coded.runtime.coded.transfer import GroupComms, ShuffleTransfer
+from mpi_coded.runtime.coded.transfer import SHUFFLE_MARGIN_S, GroupComms, ShuffleTransfer
+from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.faults import at_phase
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.memory import prefault
-from mpi_coded.runtime.core.peers import MasterLink
+from mpi_coded.runtime.core.peers import MasterLink, world_hosts
 from mpi_coded.runtime.core.wait import deadline_in, sleep_until
 
 
@@ -96,24 +97,31 @@ class CodedServer:
         self.rank = comm.Get_rank()
         self.server = self.rank - 1
         self.timeout = job.timeout_s
+        # a server left out of the shuffle or the reduce waits for the master's next order
+        # while the master waits, each with its deadline, for the shuffle (and its
+        # margin), the outputs, the reduce and the late map reports
+        self.sat_out = 4 * self.timeout + SHUFFLE_MARGIN_S
 
     def run(self) -> None:
         """The whole job, until the master's STOP; BYE."""
         self.start()
+        wait = self.timeout  # for the master's next order
         for rep in range(self.job.reps):
-            coded = self.encode(rep)
+            coded = self.encode(rep, wait)
             if coded is None:
                 break  # the master stopped early
             mr, end = self.map(rep, coded)
+            wait = self.sat_out
             if self.server not in end.finishers:
                 continue  # not needed: stopped (or finished too late); wait for the next phase
             plan, data = self.shuffle(rep, mr, end)
             if self.server not in end.Q:
                 continue  # an extra server sends but does not reduce
             self.reduce(rep, plan, data)
+            wait = self.timeout
         else:
             self.phase.set("stop")
-            self.master.recv({P.Kind.STOP}, None, self.timeout, "the master's stop")
+            self.master.recv({P.Kind.STOP}, None, wait, "the master's stop")
         self.stop()
 
     def _enter(self, name: str, rep: int | None, order: tuple[int, str] | None = None) -> None:
@@ -140,32 +148,37 @@ class CodedServer:
         self.rows = setup.placement.stored_rows(self.server)
         prefault(working_bytes(job, setup.field, len(self.rows)))
         self.master = MasterLink(self.comm)
+        self.hosts = world_hosts(self.comm, self.timeout)  # with the master's: names peers
         self.master.ready(self.timeout)
         self.slow = slow_factor(self.faults, self.rank)
         # bcast: the group communicators
         self.groups = GroupComms(self.comm) if job.multicast == "bcast" else None
 
-    def encode(self, rep: int) -> np.ndarray | None:
-        """This server's coded rows ``C_s = Psi[rows_s] A`` (None: the master said STOP)."""
+    def encode(self, rep: int, wait: float) -> np.ndarray | None:
+        """This server's coded rows ``C_s = Psi[rows_s] A`` (None: the master said STOP);
+        the master's order is waited for ``wait`` seconds."""
         self.phase.set("encode", rep)
-        h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP}, None, self.timeout,
+        h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP}, None, wait,
                                 "the master's next phase")
         if h.kind == P.Kind.STOP:
             return None
         if h.aux != ENCODE or h.step != rep:
             raise P.WireError(f"expected encode of repetition {rep}, got phase {h.aux}")
         at_phase(self.faults, self.comm, "encode", rep)
+        link0 = linkstats.read()
         code = self.setup.code
         t = time.perf_counter()
         coded = code.encode(self.setup.A, self.rows)
         self._report(P.Kind.DONE, rep, ENCODE_STATS.pack(
             encode_s=time.perf_counter() - t, encoder=mask(code.encoders),
-            peak_rss_mb=peak_rss_mb()), ENCODE)
+            peak_rss_mb=peak_rss_mb(), **linkstats.span_values(link0, linkstats.read())),
+            ENCODE)
         return coded
 
     def map(self, rep: int, coded: np.ndarray) -> tuple[MapRun, MapEnd]:
         """Map under the throttle until done or told to stop; the master's map end."""
         self._enter("map", rep, (MAP, "the map order"))
+        link0 = linkstats.read()
         mr = MapRun(self.setup, self.server, coded, rep, self.slow)
         t = time.perf_counter()
         end = mr.run(self.master.inbox, deadline_in(self.timeout))
@@ -173,7 +186,8 @@ class CodedServer:
         self._report(P.Kind.MAP_DONE, rep, MAP_STATS.pack(
             compute_s=mr.compute_s, wall_s=time.perf_counter() - t, target_s=mr.target,
             rows_done=mr.rows_done, rows=len(self.rows), stopped=float(stopped),
-            peak_rss_mb=peak_rss_mb()), int(stopped))
+            peak_rss_mb=peak_rss_mb(), **linkstats.span_values(link0, linkstats.read())),
+            int(stopped))
         if end is None:
             end = self.master.recv({P.Kind.MAP_END}, rep, self.timeout,
                                    "the master's map-end decision")
@@ -188,6 +202,7 @@ class CodedServer:
     def shuffle(self, rep: int, mr: MapRun, end: MapEnd) -> tuple[ShufflePlan, ServerData]:
         """This finisher's part of the plan every finisher derives from ``(Q, extra)``."""
         self._enter("shuffle", rep)
+        link0 = linkstats.read()
         pl = self.setup.placement
         t = time.perf_counter()
         plan = shuffle_plan(pl, end)
@@ -195,19 +210,22 @@ class CodedServer:
         data = ServerData.from_map_output(self.server, pl, mr.out, self.setup.field,
                                           self.job.params.N)
         t = time.perf_counter()
-        transfer = ShuffleTransfer(self.comm, plan, data, self.server, rep, self.groups)
+        transfer = ShuffleTransfer(self.comm, plan, data, self.server, rep, self.groups,
+                                   hosts=self.hosts)
         transfer.post()
         transfer.send()
         transfer.finish(deadline_in(self.timeout))
         self._report(P.Kind.DONE, rep, SHUFFLE_STATS.pack(
             shuffle_s=time.perf_counter() - t, multicast_values=transfer.multicast_values,
             unicast_values=transfer.unicast_values, bytes_sent=transfer.bytes_sent,
-            plan_s=plan_s, peak_rss_mb=peak_rss_mb()), SHUFFLE)
+            plan_s=plan_s, peak_rss_mb=peak_rss_mb(),
+            **linkstats.span_values(link0, linkstats.read())), SHUFFLE)
         return plan, data
 
     def reduce(self, rep: int, plan: ShufflePlan, data: ServerData) -> None:
         """Decode this reducer's outputs and send them to the master."""
         self._enter("reduce", rep, (REDUCE, "the reduce order"))
+        link0 = linkstats.read()
         red = next(r for r in plan.reducers if r.server == self.server)
         t = time.perf_counter()
         try:
@@ -220,7 +238,8 @@ class CodedServer:
         del y
         self._report(P.Kind.DONE, rep, REDUCE_STATS.pack(
             decode_s=dec_s, decoder=mask(self.setup.code.decoders),
-            peak_rss_mb=peak_rss_mb()), REDUCE)
+            peak_rss_mb=peak_rss_mb(), **linkstats.span_values(link0, linkstats.read_sent())),
+            REDUCE)
 
     def stop(self) -> None:
         if self.groups is not None:

@@ -28,11 +28,15 @@ from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core.records import Record
 
 # the coded job's statistics records: the core ones plus the algorithms that ran (a bit
-# mask of mpi_coded.coded.code.ALGORITHMS) and the rank's peak resident memory so far
-ENCODE_STATS = Record("encode stats", (*records.ENCODE_DONE.fields, "encoder", "peak_rss_mb"))
-MAP_STATS = Record("map stats", (*records.MAP_DONE.fields, "peak_rss_mb"))
-SHUFFLE_STATS = Record("shuffle stats", (*records.SHUFFLE_DONE.fields, "peak_rss_mb"))
-REDUCE_STATS = Record("reduce stats", (*records.REDUCE_DONE.fields, "decoder", "peak_rss_mb"))
+# mask of mpi_coded.coded.code.ALGORITHMS), the rank's peak resident memory so far and its
+# host's link counters at the phase's start and end (records.LINK)
+ENCODE_STATS = Record("encode stats", (*records.ENCODE_DONE.fields, "encoder", "peak_rss_mb",
+                                       *records.LINK))
+MAP_STATS = Record("map stats", (*records.MAP_DONE.fields, "peak_rss_mb", *records.LINK))
+SHUFFLE_STATS = Record("shuffle stats", (*records.SHUFFLE_DONE.fields, "peak_rss_mb",
+                                         *records.LINK))
+REDUCE_STATS = Record("reduce stats", (*records.REDUCE_DONE.fields, "decoder", "peak_rss_mb",
+                                       *records.LINK))
 
 VERIFY_EXACT_OPS = 4 * 10**9
 """Above this many products (``m n N``) the master checks ``Y = A X`` over GF by

@@ -12,7 +12,9 @@ send and receive, and its size, before anything moves (as mpi4py-fft's
 3. :meth:`ShuffleTransfer.finish` waits for everything with a deadline,
    cancelling what it stores out of each multicast as it arrives.
 
-Headers are still checked (kind, repetition, plan index, shape).
+Headers are still checked (kind, repetition, plan index, shape).  A deadline passed names
+the servers still owing a message and those a send of this server has not reached, each
+as ``server S = rank R (host)`` (the hosts from :func:`~mpi_coded.runtime.core.peers.world_hosts`).
 
 Multicast transport (``--multicast``, :data:`mpi_coded.coded.job.MULTICAST_MODES`):
 
@@ -49,7 +51,7 @@ new groups is slower; later ones with the same ``Q`` reuse them.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +63,10 @@ from mpi_coded.coded.replay import ServerData
 from mpi_coded.coded.shuffle import ShufflePlan
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.wait import DeadlineExceeded, poll_until
+
+SHUFFLE_MARGIN_S = 2.0
+"""Seconds the master waits for the shuffle beyond the servers' own deadline (their error
+names whom they miss: the master only knows who has not finished)."""
 
 GROUP_TAG = 0x4D43
 """Tag of ``MPI_Comm_create_group`` (distinguishes it from other creations)."""
@@ -146,12 +152,14 @@ class ShuffleTransfer:
     server: int
     rep: int
     groups: GroupComms | None = None  # bcast transport: the group communicators
+    hosts: Mapping[int, str] | None = None  # every rank's host, for error messages
     multicast_values: int = 0
     unicast_values: int = 0
     bytes_sent: int = 0
     _incoming: list[_Incoming] = field(default_factory=list)
     _bcasts: list[tuple[int, np.ndarray, MPI.Request]] = field(default_factory=list)
     _sends: list[MPI.Request] = field(default_factory=list)
+    _send_to: list[tuple[int, ...]] = field(default_factory=list)  # receivers, per send
     _keep: list[np.ndarray] = field(default_factory=list)
 
     def post(self) -> None:
@@ -184,16 +192,16 @@ class ShuffleTransfer:
             self._keep.append(payload)
             self.multicast_values += mc.length
             for k in mc.receivers:
-                self._sends += P.isend(self.comm, rank_of(k), P.Kind.MULTICAST, self.rep,
-                                       payload, aux=i)
+                self._sending((k,), P.isend(self.comm, rank_of(k), P.Kind.MULTICAST,
+                                            self.rep, payload, aux=i))
                 self.bytes_sent += int(payload.nbytes)
         for i in uc_send:
             u = self.plan.unicasts[i]
             vec = self.data.gather(u.blocks)
             self._keep.append(vec)
             self.unicast_values += u.size
-            self._sends += P.isend(self.comm, rank_of(u.receiver), P.Kind.UNICAST, self.rep,
-                                   vec, aux=i)
+            self._sending((u.receiver,), P.isend(self.comm, rank_of(u.receiver),
+                                                 P.Kind.UNICAST, self.rep, vec, aux=i))
             self.bytes_sent += int(vec.nbytes)
 
     def _broadcast(self) -> None:
@@ -210,10 +218,20 @@ class ShuffleTransfer:
                 self._keep.append(payload)
                 self.multicast_values += mc.length
                 self.bytes_sent += int(payload.nbytes) * len(mc.receivers)
-                self._sends.append(gcomm.Ibcast(payload, root=root))
+                self._sending(tuple(mc.receivers), [gcomm.Ibcast(payload, root=root)])
             else:
                 buf = self.data.field.zeros(mc.length)
                 self._bcasts.append((i, buf, gcomm.Ibcast(buf, root=root)))
+
+    def _sending(self, receivers: tuple[int, ...], reqs: list[MPI.Request]) -> None:
+        self._sends += reqs
+        self._send_to += [receivers] * len(reqs)
+
+    def name(self, servers: Iterable[int]) -> str:
+        """``server S = rank R (host), ...``."""
+        hosts = self.hosts or {}
+        return ", ".join(f"server {s} = rank {rank_of(s)} ({hosts.get(rank_of(s), '?')})"
+                         for s in sorted(set(servers)))
 
     def _take(self, m: _Incoming) -> None:
         h = P.parse_header(m.header, rank_of(m.sender), {m.kind}, self.rep)
@@ -257,10 +275,12 @@ class ShuffleTransfer:
                     r.Cancel()
             senders = {m.sender for m in self._incoming}
             senders |= {self.plan.multicasts[i].sender for i, _, _ in self._bcasts}
-            who = ", ".join(f"server {s} = rank {rank_of(s)}" for s in sorted(senders))
-            raise DeadlineExceeded(
-                f"timed out waiting for shuffle messages from {who}" if who else
-                "timed out waiting for this server's sends to complete") from None
+            unsent = {k for req, to in zip(self._sends, self._send_to) if not req.Test()
+                      for k in to}
+            said = [f"shuffle messages from {self.name(senders)}"] if senders else []
+            said += [f"this server's sends to {self.name(unsent)} to complete"] if unsent \
+                else ([] if senders else ["this server's sends to complete"])
+            raise DeadlineExceeded("timed out waiting for " + " and ".join(said)) from None
         self._keep.clear()
 
     @property

@@ -3,12 +3,19 @@
 Without this an exception on one rank leaves the others blocked forever.  The
 guard prints ``mpi-coded: rank R (host) failed in phase P: Type: message`` on
 stderr and calls ``MPI.COMM_WORLD.Abort(1)``, which ends every rank.
+
+The abort is bounded: when the launcher cannot be reached (this rank's host cut off by a
+network fault), MPICH's ``MPI_Abort`` returns, and finalizing MPI would then wait for the
+unreachable launcher forever; so the process ends itself (``os._exit(1)``) once ``Abort``
+returns, or after :data:`ABORT_BOUND_S` if it does not.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -17,6 +24,8 @@ from typing import Any
 from mpi4py import MPI
 
 ABORT_GRACE_S = 0.3
+ABORT_BOUND_S = 10.0
+"""Seconds an ``Abort`` may take before this process ends itself."""
 
 
 class Phase:
@@ -48,7 +57,18 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
             f"mpi-coded: rank {rank} ({socket.gethostname()}) failed in phase {phase}: "
             f"{type(exc).__name__}: {exc}\n")
         sys.stderr.write(tb)
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed: nothing left to lose
+                pass
         time.sleep(ABORT_GRACE_S)  # let the launcher forward this rank's stderr first
-        comm.Abort(1)
-        raise  # pragma: no cover - Abort does not return
+        bound = threading.Timer(ABORT_BOUND_S, os._exit, args=(1,))
+        bound.daemon = True
+        bound.start()
+        try:
+            comm.Abort(1)
+        except BaseException:
+            bound.cancel()
+            raise
+        os._exit(1)  # pragma: no cover - Abort returned: its launcher is unreachable

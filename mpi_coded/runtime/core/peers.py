@@ -13,6 +13,10 @@ Both jobs' masters talk to their workers through :class:`Peers`:
 
 The worker side is :class:`MasterLink`: its inbox from the master, READY with
 the host name, and sends that wait politely for delivery.
+
+Workers that talk to each other (the coded job's shuffle) learn every rank's host with
+:func:`world_hosts` (one ``Iallgather`` with a deadline), so that their errors too name
+``rank R (host)``.
 """
 
 from __future__ import annotations
@@ -32,8 +36,23 @@ MASTER = 0
 _ANY = frozenset(wire.Kind)  # parse any kind; the caller checks what it expects
 
 
+HOST_BYTES = 200
+"""Bytes of a host name sent (longer names are cut)."""
+
+
 def _host_bytes() -> np.ndarray:
-    return np.frombuffer(socket.gethostname().encode()[:200], dtype=np.uint8)
+    return np.frombuffer(socket.gethostname().encode()[:HOST_BYTES], dtype=np.uint8)
+
+
+def world_hosts(comm: MPI.Comm, timeout: float) -> dict[int, str]:
+    """Every rank's host name, by rank: collective over ``comm`` (every rank calls it at
+    the same point), one ``Iallgather`` waited for with a deadline."""
+    mine = np.zeros(HOST_BYTES, dtype=np.uint8)
+    name = _host_bytes()
+    mine[:len(name)] = name
+    every = np.zeros((comm.Get_size(), HOST_BYTES), dtype=np.uint8)
+    wait_all([comm.Iallgather(mine, every)], deadline_in(timeout), "every rank's host name")
+    return {r: bytes(row).rstrip(b"\0").decode(errors="replace") for r, row in enumerate(every)}
 
 
 class Peers:

@@ -36,9 +36,15 @@ class Record:
         return {f: float(v) for f, v in zip(self.fields, arr)}
 
 
+LINK = ("link_sent0", "link_received0", "link_sent1", "link_received1")
+"""A worker's link counters (:mod:`mpi_coded.runtime.core.linkstats`) at the start and the
+end of what its record reports, bytes sent and received; -1 where unreadable."""
+MOVED = ("link_sent_moved", "link_received_moved")
+"""The uncoded elastic baseline: a machine's link counters when its moves were done."""
+
 # elastic job
 TASK_META = Record("task meta", ("compute_s", "sleep_s", "target_s", "rows", "busy_s",
-                                 "rows_planned", "cut", "speed"))
+                                 "rows_planned", "cut", "speed", *LINK, *MOVED))
 IDLE_STATS = Record("idle stats", ("wall_s", "cpu_s", "idle_steps"))
 
 # coded job

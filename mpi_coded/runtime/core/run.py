@@ -9,8 +9,6 @@ rank ends the whole job naming it.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +17,7 @@ from mpi4py import MPI
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import RunContext
 from mpi_coded.runtime.core.guard import Phase, guarded
+from mpi_coded.runtime.core.linkstats import described_network
 from mpi_coded.runtime.core.memory import retain_freed_memory
 from mpi_coded.runtime.core.wait import POLICY, configure
 
@@ -38,17 +37,16 @@ def run_info(comm: MPI.Comm) -> RunContext:
                            **POLICY.to_dict())
 
 
-def network_info() -> dict[str, Any] | None:
+NOT_DESCRIBED = {"emulated": False}
+"""The network record of a run no one described (one host, or a cluster's own network)."""
+
+
+def network_info() -> dict[str, Any]:
     """The network ``mpi-coded cluster run`` describes in ``MPI_CODED_NETWORK`` (a JSON
-    object: cluster, hosts, rates, transport); ``None`` when unset or not an object."""
-    text = os.environ.get("MPI_CODED_NETWORK")
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+    object: cluster, ``emulated``, hosts, rates, transport, the hosts' interface
+    ``iface``); :data:`NOT_DESCRIBED` when unset or not an object, so that every config
+    line says what it ran on."""
+    return described_network() or dict(NOT_DESCRIBED)
 
 
 def run_record(comm: MPI.Comm) -> dict[str, Any]:
