@@ -845,6 +845,15 @@ def _rate_axis(ax: Any, rates: list[float]) -> None:
     ax.minorticks_off()
 
 
+def _save_network(plt: Any, fig: Any, out_dir: Path, key: str) -> str:
+    """Lay out, save and close one network figure; its path."""
+    fig.tight_layout()
+    path = out_dir / NETWORK_PNGS[key]
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)
+
+
 def figure_network(plt: Any, bench: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     """The network figures (docs/benchmarks.md): (a) shuffle seconds against the link rate
     per scheme, measured points on model lines, p2p and bcast side by side; (b) the
@@ -872,11 +881,7 @@ def figure_network(plt: Any, bench: dict[str, Any], out_dir: Path) -> dict[str, 
             ax.grid(True, alpha=0.3)
         axes[0][0].set_ylabel("shuffle seconds (median)")
         axes[0][-1].legend(fontsize=7, ncol=2)
-        fig.tight_layout()
-        path = out_dir / NETWORK_PNGS["shuffle"]
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        out["shuffle_png"] = str(path)
+        out["shuffle_png"] = _save_network(plt, fig, out_dir, "shuffle")
     to = arr["tradeoff"]
     if to["q"]:
         fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -890,11 +895,7 @@ def figure_network(plt: Any, bench: dict[str, Any], out_dir: Path) -> dict[str, 
                      fontsize=9)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out_dir / NETWORK_PNGS["tradeoff"]
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        out["tradeoff_png"] = str(path)
+        out["tradeoff_png"] = _save_network(plt, fig, out_dir, "tradeoff")
     if arr["elastic"]:
         traces = list(arr["elastic"])
         fig, axes = plt.subplots(1, len(traces), figsize=(5 * len(traces), 4), squeeze=False)
@@ -910,11 +911,7 @@ def figure_network(plt: Any, bench: dict[str, Any], out_dir: Path) -> dict[str, 
             ax.set_title(f"elastic job, {trace} trace")
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = out_dir / NETWORK_PNGS["elastic"]
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        out["elastic_png"] = str(path)
+        out["elastic_png"] = _save_network(plt, fig, out_dir, "elastic")
     return out
 
 

@@ -11,6 +11,7 @@ under ``.venv-ompi`` the same tests exercise Open MPI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -176,8 +177,8 @@ def _name() -> str:
 class Emulated:
     """A cluster made by ``mpi-coded cluster up`` for one test (or module)."""
 
-    def __init__(self, tmp: Path, hosts: int, *up_args: str) -> None:
-        self.name = _name()
+    def __init__(self, tmp: Path, hosts: int, *up_args: str, name: str | None = None) -> None:
+        self.name = name or _name()
         self.dir = tmp / f"cluster-{self.name}"
         self.hosts = hosts
         r = self.cli("up", "--hosts", str(hosts), *up_args)
@@ -324,16 +325,24 @@ def test_8_mib_over_a_100_mbit_link_takes_its_time_and_crosses_it(work):
         c.down()
 
 
-@pytest.fixture(scope="module")
-def four_hosts() -> Iterator[Emulated]:
+@contextlib.contextmanager
+def four_host_cluster(prefix: str, name: str | None = None) -> Iterator[Emulated]:
+    """4 hosts at 1 Gbit/s, 2 slots each (ranks 0-6 on hosts 1, 1, 2, 2, 3, 3, 4), in a
+    directory of their own; taken down and removed afterwards."""
     _need_namespaces()
-    d = Path(tempfile.mkdtemp(prefix="mpi-coded-multihost-"))
-    c = Emulated(d, 4, "--rate", "1gbit", "--slots", "2")
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    c = Emulated(d, 4, "--rate", "1gbit", "--slots", "2", name=name)
     try:
         yield c
     finally:
         c.down()
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def four_hosts() -> Iterator[Emulated]:
+    with four_host_cluster("mpi-coded-multihost-") as c:
+        yield c
 
 
 def _lines(path: Path) -> list[dict]:

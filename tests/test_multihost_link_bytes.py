@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_multihost
-from test_multihost import Emulated, _need_namespaces
+from test_multihost import Emulated, four_host_cluster
 
 from mpi_coded.analysis.network import HEADER_BYTES, ITEMSIZE
 from mpi_coded.coded.job import from_mapping
@@ -67,20 +65,13 @@ schedule = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 5, 6], [1, 2, 3, 5], [2, 3, 5]]
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Emulated]:
-    """4 hosts at 1 Gbit/s, 2 slots each (ranks 0-6 on hosts 1, 1, 2, 2, 3, 3, 4), named
-    ``t19b`` and a letter (this file's own clusters)."""
-    _need_namespaces()
-    d = Path(tempfile.mkdtemp(prefix="mpi-coded-linkbytes-"))
+    """4 hosts at 1 Gbit/s, 2 slots each, named ``t19b`` and 2 characters of this process
+    (this file's own clusters)."""
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     k = os.getpid() % 36**2
-    with pytest.MonkeyPatch.context() as mp:  # t19b + 2 characters of this process
-        mp.setattr(test_multihost, "_name", lambda: f"t19b{digits[k // 36]}{digits[k % 36]}")
-        c = Emulated(d, 4, "--rate", "1gbit", "--slots", "2")
-    try:
+    with four_host_cluster("mpi-coded-linkbytes-",
+                           name=f"t19b{digits[k // 36]}{digits[k % 36]}") as c:
         yield c
-    finally:
-        c.down()
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _lines(path: Path) -> list[dict]:
