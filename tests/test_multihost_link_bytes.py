@@ -173,7 +173,8 @@ def test_the_elastic_job_records_each_hosts_link_bytes_beside_the_plan(cluster, 
     _ge(setup["link_bytes"]["setup"][master], setup["plan_bytes"]["setup"][master], "setup")
     assert setup["plan_bytes"]["setup"][master][0] >= 10**7  # the blocks or rows
     phases = ["moves", "step"] if policy == "uncoded" else ["step"]
-    sums = {p: [[0, 0], [0, 0]] for p in phases}  # phase -> [link, plan] sent/received
+    received = {p: [0, 0] for p in phases}  # phase -> [link, plan] bytes received
+    sent = [0, 0]  # [link, plan] bytes sent, over all phases and steps
     for s in steps:
         assert list(s["link_bytes"]) == list(s["plan_bytes"]) == phases
         for p in phases:
@@ -184,24 +185,27 @@ def test_the_elastic_job_records_each_hosts_link_bytes_beside_the_plan(cluster, 
                     hosted = [n for n, x in setup["hosts"].items() if x == h]
                     assert not set(map(int, hosted)) & set(s["available"]), (s["step"], h)
                     continue
-                # what arrived at a host: all of it (an answer's tail may leave a machine's
-                # host after its step ended: the sent bytes are checked summed over steps)
+                # what arrived at a host: all of it, within the phase that waited for it
                 assert got[1] >= plan[h][1], (s["step"], p, h, got, plan[h])
                 assert got[1] <= OVERHEAD * plan[h][1] + SLACK, (s["step"], p, h, got, plan[h])
-                for i in (0, 1):
-                    sums[p][0][i] += got[i]
-                    sums[p][1][i] += plan[h][i]
+                received[p][0] += got[1]
+                received[p][1] += plan[h][1]
+                sent[0] += got[0]
+                sent[1] += plan[h][0]
             _ge(link[master], plan[master], f"step {s['step']} {p} on the master's host")
-    for p, (link_sum, plan_sum) in sums.items():
-        for i in (0, 1):
-            assert 0.95 * plan_sum[i] <= link_sum[i] <= OVERHEAD * plan_sum[i] + SLACK, \
-                (p, link_sum, plan_sum)
+    for p, (link_sum, plan_sum) in received.items():
+        assert 0.95 * plan_sum <= link_sum <= OVERHEAD * plan_sum + SLACK, (p, link_sum, plan_sum)
+    # what left the hosts, over the whole run: a send completes when the MPI library has
+    # handed it to the kernel (Open MPI's TCP transport), and its tail leaves the sender's
+    # interface in the sender's next phase (the moves' tail in the step: CI saw 437,688 B
+    # sent in the uncoded steps against 281,784 planned), so no per-phase bound holds here
+    assert 0.95 * sent[1] <= sent[0] <= OVERHEAD * sent[1] + SLACK * len(steps), sent
     moved = sum(s["bytes_moved"] for s in steps)
     assert (moved > 0) == (policy == "uncoded")
     if moved:  # the rows that changed owner crossed the links (some between two machines
         # of one host, which the plan leaves out too)
-        assert sums["moves"][0][0] >= 0.5 * moved
-    print(f"cec {policy}: link/plan sent, received summed over steps and hosts: "
-          + ", ".join(f"{p} {v[0]}/{v[1]}" for p, v in sums.items())
+        assert received["moves"][0] >= 0.5 * moved
+    print(f"cec {policy}: link/plan summed over steps and hosts: sent {sent[0]}/{sent[1]}, "
+          "received " + ", ".join(f"{p} {v[0]}/{v[1]}" for p, v in received.items())
           + f"; setup {master[-5:]} {setup['link_bytes']['setup'][master]}/"
           f"{setup['plan_bytes']['setup'][master]}; bytes_moved {moved}")
