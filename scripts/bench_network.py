@@ -17,9 +17,12 @@ or Ctrl-C):
 2. **coded shuffle**: uc, cmr, unified, bdc, lt at 100 Mbit/s and 1 Gbit/s, ``p2p`` and
    ``bcast`` (uc has no multicasts: its bcast case is its p2p run): the measured
    ``shuffle_s`` (median over repetitions) over the model's shuffle seconds for the plan
-   of every repetition's real finishing order (``finishing_order`` of its run line);
-   ``cmr_over_uc_shuffle`` measured and modelled, beside the plain load ratio
-   ``L_cmr / L_uc`` (a broadcast medium) and the bytes ratio;
+   of every repetition's real finishing order (``finishing_order`` of its run line):
+   the shuffle fitted on the job itself (docs/theory.md (B.8)), trained at each rate on
+   uc, cmr and unified with ``p2p`` (:data:`TRAINING`), every other case held out; beside it
+   the fit a previous run left in the calibration file (held out across runs) and the
+   link-calibrated (B.7) model; ``cmr_over_uc_shuffle`` measured and modelled, beside
+   the plain load ratio ``L_cmr / L_uc`` (a broadcast medium) and the bytes ratio;
 3. **the unified trade-off**: total latency (encode + map + shuffle + reduce) against
    every feasible ``q`` at ``K = 9`` at 100 Mbit/s, under the shifted-exponential map
    throttle (``--t-row``), measured beside the model (map: the job's own straggler draws
@@ -68,10 +71,21 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from mpi_coded.analysis import network as nm  # noqa: E402
+from mpi_coded.analysis.shuffle_fit import (  # noqa: E402
+    ShuffleFit,
+    TrainingCase,
+    fit_shuffle,
+    terms,
+)
 
 SCHEMES = ("uc", "cmr", "unified", "bdc", "lt")
 MODES = ("p2p", "bcast")
 CALIBRATION = ROOT / "docs" / "runs" / "calibration.json"
+TRAINING = (("p2p", "uc"), ("p2p", "unified"), ("p2p", "cmr"))
+"""The shuffle fit's training cases at each rate (docs/theory.md (B.8)): uc's few large
+unicasts and cmr's many small multicasts (both limited by the fabric: its multiplier and
+the cost per message), unified's multicasts (limited by the slowest host); every other
+scheme and every ``bcast`` case is held out."""
 
 
 def progress(msg: str) -> None:
@@ -180,8 +194,11 @@ def run_params(run: Mapping[str, Any]) -> Any:
                 run["n"], run["N"], run["T"], run["field"])
 
 
-def coded_model(run: Mapping[str, Any], multicast: str, net: nm.Network) -> dict[str, Any]:
-    """The network model of one coded run line: the plan of its real finishing order."""
+def coded_model(run: Mapping[str, Any], multicast: str, net: nm.Network,
+                fit: ShuffleFit | None = None) -> dict[str, Any]:
+    """The network model of one coded run line: the plan of its real finishing order;
+    ``shuffle_s`` the fitted shuffle (:class:`ShuffleFit`) when ``fit`` is given, else the
+    link-calibrated one (``shuffle_link_s``, always there)."""
     from mpi_coded.coded.placement import build_placement
 
     p = run_params(run)
@@ -189,8 +206,28 @@ def coded_model(run: Mapping[str, Any], multicast: str, net: nm.Network) -> dict
                           run["finishing_order"])
     assert list(cn.plan.Q) == list(run["Q"]), (cn.plan.Q, run["Q"])
     sh, ga = cn.phases["shuffle"], cn.phases["gather"]
-    return {"shuffle_s": sh.seconds, "gather_s": ga.seconds, "shuffle_bytes": sh.network_bytes,
+    host_s, fabric_s, n_max = terms(sh)
+    return {"shuffle_s": fit.seconds(sh) if fit is not None else sh.seconds,
+            "shuffle_link_s": sh.seconds, "host_s": host_s, "fabric_s": fabric_s,
+            "messages": n_max,
+            "gather_s": ga.seconds, "shuffle_bytes": sh.network_bytes,
             "slowest": sh.slowest, "load": float(cn.plan.load)}
+
+
+def server_transfer(run: Mapping[str, Any]) -> float:
+    """The slowest finisher's own transfer (``server_shuffle_s``: after its plan)."""
+    return max((float(v) for v in run.get("server_shuffle_s", {}).values()), default=0.0)
+
+
+def training_case(name: str, runs: Sequence[Mapping[str, Any]], multicast: str,
+                  net: nm.Network) -> TrainingCase:
+    """A case of the shuffle fit from its run lines (medians over the repetitions)."""
+    models = [coded_model(r, multicast, net) for r in runs]
+    return TrainingCase(name, median([m["host_s"] for m in models]),
+                        median([m["fabric_s"] for m in models]),
+                        median([server_transfer(r) for r in runs]),
+                        median([float(r["shuffle_s"]) - server_transfer(r) for r in runs]),
+                        median([float(m["messages"]) for m in models]))
 
 
 def median(xs: Sequence[float]) -> float:
@@ -205,20 +242,30 @@ def iqr(xs: Sequence[float]) -> list[float]:
 
 
 def summarise_coded(runs: Sequence[Mapping[str, Any]], multicast: str, net: nm.Network,
-                    raw: nm.Network | None = None) -> dict[str, Any]:
+                    raw: nm.Network | None = None, fit: ShuffleFit | None = None,
+                    prior: ShuffleFit | None = None, training: bool = False
+                    ) -> dict[str, Any]:
     """Measured shuffle (median, IQR) beside the model's (median over the same
-    repetitions' plans), with ``raw`` (alpha 0, efficiency 1) for reference."""
-    models = [coded_model(r, multicast, net) for r in runs]
+    repetitions' plans): fitted with ``fit`` (this run's training cases), with ``prior``
+    (the fit a previous run left in the calibration file: held out across runs), and the
+    link-calibrated one; ``raw`` (alpha 0, efficiency 1) for reference."""
+    models = [coded_model(r, multicast, net, fit) for r in runs]
     meas = [float(r["shuffle_s"]) for r in runs]
     plan = [max(r.get("server_plan_s", {}).values(), default=0.0) for r in runs]
-    transfer = [t - p for t, p in zip(meas, plan)]
+    transfer = [server_transfer(r) for r in runs]
     mod = [m["shuffle_s"] for m in models]
-    out = {"reps": len(runs), "shuffle_s": median(meas), "shuffle_iqr": iqr(meas),
-           "shuffle_model_s": median(mod),
+    link = [m["shuffle_link_s"] for m in models]
+    wire = [max(m["host_s"], m["fabric_s"]) for m in models]
+    out = {"reps": len(runs), "training": training, "shuffle_s": median(meas),
+           "shuffle_iqr": iqr(meas), "shuffle_model_s": median(mod),
            "shuffle_measured_over_model": median(meas) / median(mod) if median(mod) else None,
+           "shuffle_link_model_s": median(link),
+           "shuffle_measured_over_link_model": (median(meas) / median(link)
+                                                if median(link) else None),
            "plan_s": median(plan), "transfer_s": median(transfer),
-           "transfer_measured_over_model": (median(transfer) / median(mod)
-                                            if median(mod) else None),
+           "transfer_iqr": iqr(transfer),
+           "transfer_measured_over_model": (median(transfer) / median(wire)
+                                            if median(wire) else None),
            "reduce_s": median([float(r["reduce_s"]) for r in runs]),
            "gather_model_s": median([m["gather_s"] for m in models]),
            "total_s": median([float(r["total_s"]) for r in runs]),
@@ -229,6 +276,10 @@ def summarise_coded(runs: Sequence[Mapping[str, Any]], multicast: str, net: nm.N
     if raw is not None:
         out["shuffle_model_raw_s"] = median([coded_model(r, multicast, raw)["shuffle_s"]
                                              for r in runs])
+    if prior is not None:
+        pm = median([coded_model(r, multicast, net, prior)["shuffle_s"] for r in runs])
+        out["shuffle_prior_model_s"] = pm
+        out["shuffle_measured_over_prior_model"] = median(meas) / pm if pm else None
     return out
 
 
@@ -254,13 +305,13 @@ def map_model(run: Mapping[str, Any], t_row: float, straggler: str, seed: int) -
 
 
 def tradeoff_point(runs: Sequence[Mapping[str, Any]], net: nm.Network, t_row: float,
-                   seed: int) -> dict[str, Any]:
+                   seed: int, fit: ShuffleFit | None = None) -> dict[str, Any]:
     """One ``q`` of the trade-off: measured phases and total (medians) beside the model's
     (map from the draws, shuffle and gather from the network model, encode and decode
     compute as the servers measured it)."""
     totals, model_totals, phases = [], [], []
     for r in runs:
-        cm = coded_model(r, "p2p", net)
+        cm = coded_model(r, "p2p", net, fit)
         mp = map_model(r, t_row, "shiftexp", seed)
         enc = max(r["server_encode_s"].values()) if r.get("server_encode_s") else 0.0
         dec = max(r["server_decode_s"].values()) if r.get("server_decode_s") else 0.0
@@ -359,16 +410,20 @@ def write_link_calibration(path: Path, section: Mapping[str, Any]) -> dict[str, 
     return doc["network"]
 
 
-def link_section(by_rate: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def link_section(by_rate: Mapping[str, Mapping[str, Any]],
+                 fits: Mapping[str, ShuffleFit] | None = None) -> dict[str, Any]:
     """The calibration file's ``network`` object: the first rate's ``alpha_s`` and
-    ``efficiency`` (what ``model --calibration`` reads) and every rate's fit."""
+    ``efficiency`` (what ``model --calibration`` reads), every rate's link fit and its
+    shuffle fit (``shuffle_fit``, docs/theory.md (B.8))."""
+    fits = fits or {}
     first = next(iter(by_rate.values()))
     return {"alpha_s": first["alpha_s"], "efficiency": first["efficiency"],
             "fabric_bps": first["fabric_bps"], "rate": first["rate"],
             "measured_on": "mpi-coded cluster (veth + tbf), MPICH over TCP, "
                            "scripts/bench_network.py",
-            "by_rate": {r: {k: v[k] for k in ("alpha_s", "efficiency", "fabric_bps",
-                                              "exchange_efficiency")}
+            "by_rate": {r: {**{k: v[k] for k in ("alpha_s", "efficiency", "fabric_bps",
+                                                 "exchange_efficiency")},
+                            **({"shuffle_fit": fits[r].to_dict()} if r in fits else {})}
                         for r, v in by_rate.items()}}
 
 
@@ -676,8 +731,17 @@ class Bench:
     out: Path
     base: Path
     replay: bool = False
+    prior: Mapping[str, Any] | None = None  # the calibration file's network object before
     cal: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fits: dict[str, ShuffleFit] = field(default_factory=dict)
     result: dict[str, Any] = field(default_factory=dict)
+
+    def prior_fit(self, rate: str) -> ShuffleFit | None:
+        """The shuffle fit a previous run wrote for ``rate``, if any."""
+        from mpi_coded.analysis.shuffle_fit import rate_fit
+        from mpi_coded.rates import parse_rate
+
+        return rate_fit(self.prior, parse_rate(rate, "--rate"))
 
     def net(self, ranks: int, rate: str, rate_of: Sequence[str] = (),
             elastic: bool = False) -> nm.Network:
@@ -692,20 +756,33 @@ class Bench:
         ranks = sz.K + 1
         net = self.net(ranks, rate, rate_of)
         raw = network_for(ranks, rate, rate_of, 0.0, 1.0)
-        got: dict[str, dict[str, Any]] = {m: {} for m in modes}
+        lines: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for scheme in schemes or sz.schemes:
             T = sz.bdc_T if scheme == "bdc" else 1
             p = coded_params(scheme, sz.K, sz.q, sz.mu, sz.m, sz.n, sz.N, T, sz.field)
             for mode in modes:
-                if scheme == "uc" and mode == "bcast" and "p2p" in got:
-                    # no multicasts: uc's bcast case is its p2p run
-                    got[mode][scheme] = {**got["p2p"][scheme], "same_as": "p2p"}
-                    continue
                 run_mode = "p2p" if scheme == "uc" else mode
-                runs = run_coded(c, p, run_mode, reps,
-                                 self.out / f"{tag}-{scheme}-{run_mode}.jsonl")
-                got[mode][scheme] = summarise_coded(runs, run_mode, net, raw)
-        return got
+                if (run_mode, scheme) not in lines:
+                    lines[(run_mode, scheme)] = run_coded(
+                        c, p, run_mode, reps, self.out / f"{tag}-{scheme}-{run_mode}.jsonl")
+        if rate not in self.fits:  # the first cases at this rate train the shuffle fit
+            cases = [training_case(f"{s}/{m}", lines[(m, s)], m, net)
+                     for m, s in TRAINING if (m, s) in lines]
+            if cases:
+                self.fits[rate] = fit_shuffle(cases)
+                progress(f"shuffle fit at {rate}: {self.fits[rate].to_dict()}")
+        fit, prior = self.fits.get(rate), self.prior_fit(rate)
+        got: dict[str, dict[str, Any]] = {m: {} for m in modes}
+        for (run_mode, scheme), runs in lines.items():
+            for mode in modes:
+                if run_mode != ("p2p" if scheme == "uc" else mode):
+                    continue
+                v = summarise_coded(runs, run_mode, net, raw, fit, prior,
+                                    (run_mode, scheme) in TRAINING and not rate_of)
+                # no multicasts: uc's bcast case is its p2p run
+                got[mode][scheme] = v if mode == run_mode else {**v, "same_as": "p2p"}
+        return {m: {s: got[m][s] for s in (schemes or sz.schemes) if s in got[m]}
+                for m in modes}
 
     def tradeoff(self, c: Cluster) -> dict[str, Any]:
         sz = self.sz
@@ -713,13 +790,14 @@ class Bench:
               feasible_qs(sz.K, sz.mu, sz.to_m, sz.n, sz.to_N, sz.field))
         m = tradeoff_m(sz.K, sz.mu, sz.to_m, sz.n, sz.to_N, sz.field, qs)
         net = self.net(sz.K + 1, sz.rates[0])
+        fit = self.fits.get(sz.rates[0])
         points = []
         for q in qs:
             p = coded_params("unified", sz.K, q, sz.mu, m, sz.n, sz.to_N, 1, sz.field)
             runs = run_coded(c, p, "p2p", sz.to_reps, self.out / f"tradeoff-q{q}.jsonl",
                              ["--straggler", "shiftexp", "--t-row", str(sz.to_t_row),
                               "--seed", "0"])
-            points.append(tradeoff_point(runs, net, sz.to_t_row, 0))
+            points.append(tradeoff_point(runs, net, sz.to_t_row, 0, fit))
         return {"K": sz.K, "mu": sz.mu, "m": m, "N": sz.to_N, "n": sz.n, "t_row": sz.to_t_row,
                 "rate": sz.rates[0], "qs": qs, "points": points,
                 "best_q_measured": best(points, "total_s"),
@@ -781,23 +859,34 @@ class Bench:
                 he = self.elastic(c, rate, ["rank1=" + slow], "hetero", sz.hetero_traces)
             hetero = {"rate": rate, "slow_host_rate": slow, "slow_rank": 1, "coded": hc["p2p"],
                       "elastic": he}
-        self.result = assemble(sz, self.cal, coded, tradeoff, elastic, hetero)
+        self.result = assemble(sz, self.cal, coded, tradeoff, elastic, hetero, self.fits)
         self.result["wall_s"] = time.perf_counter() - t_start
         return self.result
 
 
 def assemble(sz: Sizes, cal: Mapping[str, Any], coded: Mapping[str, Any],
              tradeoff: Mapping[str, Any], elastic: Mapping[str, Any],
-             hetero: Mapping[str, Any]) -> dict[str, Any]:
-    """The bench's JSON object: every figure, the flattened ratios and the targets."""
+             hetero: Mapping[str, Any], fits: Mapping[str, ShuffleFit] | None = None
+             ) -> dict[str, Any]:
+    """The bench's JSON object: every figure, the flattened ratios and the targets (the
+    shuffle's on the held-out cases; the training cases are listed)."""
     smm: dict[str, float | None] = {}
     tmm: dict[str, float | None] = {}
+    prior: dict[str, float | None] = {}
+    link: dict[str, float | None] = {}
+    trained: list[str] = []
     cmr_uc: dict[str, Any] = {}
     for rate, by_mode in coded.items():
         for mode, by_scheme in by_mode.items():
             for scheme, v in by_scheme.items():
-                smm[f"{rate}/{mode}/{scheme}"] = v["shuffle_measured_over_model"]
-                tmm[f"{rate}/{mode}/{scheme}"] = v.get("transfer_measured_over_model")
+                key = f"{rate}/{mode}/{scheme}"
+                smm[key] = v["shuffle_measured_over_model"]
+                tmm[key] = v.get("transfer_measured_over_model")
+                link[key] = v.get("shuffle_measured_over_link_model")
+                if "shuffle_measured_over_prior_model" in v:
+                    prior[key] = v["shuffle_measured_over_prior_model"]
+                if v.get("training") and "same_as" not in v:
+                    trained.append(key)
             if "cmr" in by_scheme and "uc" in by_scheme:
                 c, u = by_scheme["cmr"], by_scheme["uc"]
                 meas = ratio(c["shuffle_s"], u["shuffle_s"])
@@ -809,6 +898,9 @@ def assemble(sz: Sizes, cal: Mapping[str, Any], coded: Mapping[str, Any],
     band = {"100mbit": (0.85, 1.15), "1gbit": (0.7, 1.3)}
     targets: dict[str, Any] = {}
     for key, v in smm.items():
+        if key in trained or f"{key.rsplit('/', 2)[0]}/p2p/uc" in trained and key.endswith(
+                "/bcast/uc"):
+            continue  # fitted on it: ~1 by construction
         lo, hi = band.get(key.split("/")[0], (0.0, float("inf")))
         targets[f"shuffle {key} in [{lo}, {hi}]"] = v is not None and lo <= v <= hi
     for key, v in cmr_uc.items():
@@ -847,7 +939,11 @@ def assemble(sz: Sizes, cal: Mapping[str, Any], coded: Mapping[str, Any],
                       "field": sz.field, "bdc_T": sz.bdc_T, "reps": sz.reps,
                       "el_cols": sz.el_cols},
             "calibration": dict(cal),
+            "shuffle_fit": {r: f.to_dict() for r, f in (fits or {}).items()},
+            "shuffle_training_cases": trained,
             "shuffle_measured_over_model": smm, "transfer_measured_over_model": tmm,
+            "shuffle_measured_over_prior_model": prior,
+            "shuffle_measured_over_link_model": link,
             "cmr_over_uc_shuffle": cmr_uc,
             "shuffle_100mbit_over_1gbit": check, "coded": coded, "tradeoff": tradeoff,
             "elastic": elastic, "heterogeneity": hetero, "all_verified": verified,
@@ -875,8 +971,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             exchange_worker(a.exchange_worker, max(2, a.p2p_reps))
         return 0
     sz = QUICK if a.quick else FULL
+    cal_path = Path(a.calibration)
+    prior = (json.loads(cal_path.read_text()).get("network") if cal_path.exists() else None)
     if a.replay is not None:
-        bench = Bench(sz, Path(a.replay).resolve(), Path(a.replay).resolve(), replay=True)
+        bench = Bench(sz, Path(a.replay).resolve(), Path(a.replay).resolve(), replay=True,
+                      prior=prior)
         result = bench.run()
         print(json.dumps(result))
         return 0 if result["all_verified"] else 1
@@ -897,11 +996,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="t19c-state-"))
     try:
-        bench = Bench(sz, out.resolve(), base)
+        bench = Bench(sz, out.resolve(), base, prior=prior)
         result = bench.run()
         if not a.no_write_calibration:
             result["calibration_file"] = str(a.calibration)
-            write_link_calibration(Path(a.calibration), link_section(bench.cal))
+            write_link_calibration(Path(a.calibration), link_section(bench.cal, bench.fits))
         (out / "bench_network.json").write_text(json.dumps(result) + "\n")
     except Failed as exc:
         print(f"bench_network: {exc}", file=sys.stderr)

@@ -224,3 +224,41 @@ def test_quick_bench_runs_on_an_emulated_cluster_and_leaves_nothing_behind():
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
                            timeout=60).stdout
     assert "mc-t19c" not in links, links
+
+
+def test_the_shuffle_fit_trains_on_uc_and_unified_and_the_rest_is_held_out():
+    order = [3, 1, 2, 5, 0, 6, 4, 7, 8]
+    net = nm.make_network(10, "100mbit", efficiency=0.9, alpha=1e-4, fabric=6e8)
+    lines = {s: [{**run_line(s, order, rep=r, shuffle_s=0.45 + 0.01 * r),
+                  "server_shuffle_s": {"0": 0.40 + 0.01 * r, "1": 0.1},
+                  "server_plan_s": {"0": 0.01}} for r in range(3)]
+             for s in ("uc", "unified", "cmr")}
+    cases = [bn.training_case(f"{s}/p2p", lines[s], "p2p", net) for s in ("uc", "unified")]
+    for c, s in zip(cases, ("uc", "unified")):
+        m = bn.coded_model(lines[s][1], "p2p", net)
+        assert (c.host_s, c.fabric_s) == (m["host_s"], m["fabric_s"])
+        assert c.transfer_s == pytest.approx(0.41) and c.overhead_s == pytest.approx(0.05)
+    fit = bn.fit_shuffle(cases)
+    summ = bn.summarise_coded(lines["cmr"], "p2p", net, None, fit, prior=fit)
+    cost = [bn.coded_model(r, "p2p", net) for r in lines["cmr"]]
+    want = bn.median([0.05 + max(fit.host_scale * c["host_s"], fit.fabric_scale * c["fabric_s"])
+                      + fit.message_s * c["messages"] for c in cost])
+    assert summ["shuffle_model_s"] == pytest.approx(want)
+    assert summ["shuffle_measured_over_model"] == pytest.approx(0.46 / want)
+    assert summ["shuffle_measured_over_prior_model"] == pytest.approx(0.46 / want)
+    assert summ["shuffle_link_model_s"] == pytest.approx(bn.median([c["shuffle_link_s"]
+                                                                    for c in cost]))
+    assert summ["transfer_s"] == pytest.approx(0.41) and not summ["training"]
+    # the fit lands in the calibration file per rate, and the targets skip training cases
+    cal = {"100mbit": {"alpha_s": 1e-4, "efficiency": 0.8, "fabric_bps": 6e8,
+                       "exchange_efficiency": 0.7, "rate": "100mbit"}}
+    sec = bn.link_section(cal, {"100mbit": fit})
+    assert sec["by_rate"]["100mbit"]["shuffle_fit"] == fit.to_dict()
+    coded = {"100mbit": {"p2p": {"uc": {**summ, "training": True},
+                                 "cmr": summ}, "bcast": {"uc": {**summ, "same_as": "p2p",
+                                                                "training": True}}}}
+    out = bn.assemble(bn.FULL, cal, coded, {}, {}, {}, {"100mbit": fit})
+    assert out["shuffle_training_cases"] == ["100mbit/p2p/uc"]
+    assert set(out["targets"]) >= {"shuffle 100mbit/p2p/cmr in [0.85, 1.15]"}
+    assert not any("/uc in" in k for k in out["targets"])
+    assert out["shuffle_fit"]["100mbit"] == fit.to_dict()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mpi_coded.coded.placement import build_placement, server_rows
 from mpi_coded.coded.schemes import coded_params
-from mpi_coded.codes import lt
+from mpi_coded.codes import lt, lt_kernels
 from mpi_coded.errors import ConfigError, NotDecodable
 from mpi_coded.fields import get_field
 
@@ -230,3 +230,142 @@ def test_finishers_needed():
 def test_bad_input(call, needle):
     with pytest.raises(ConfigError, match=needle):
         call()
+
+
+# --- numba kernels against the numpy reference ----------------------------------------------
+
+
+def _subsets(code, rng, count):
+    """Row subsets of ``code``: random sizes around ``m`` (some below), random order, some
+    without any row holding a chosen column, one with repeated rows."""
+    m, r = code.m, code.r
+    out = []
+    for t in range(count):
+        size = int(rng.integers(max(1, m // 2), min(r, int(1.3 * m) + 2) + 1))
+        rows = rng.permutation(r)[:size]
+        if t % 4 == 3:
+            col = int(rng.integers(m))
+            rows = np.array([i for i in rows
+                             if col not in code.indices[code.indptr[i]:code.indptr[i + 1]]],
+                            dtype=np.int64)
+        out.append(rows)
+    out.append(np.concatenate([out[0], out[0][: m // 3]]))
+    out.append(np.arange(r))
+    return out
+
+
+def _same_peel(a, b):
+    assert np.array_equal(a.rows, b.rows) and np.array_equal(a.cols, b.cols)
+    assert np.array_equal(a.wave_ptr, b.wave_ptr)
+    assert np.array_equal(a.inactive, b.inactive) and np.array_equal(a.used, b.used)
+    assert a.complete == b.complete
+    assert len(a.waves) == len(b.waves)
+    for (ra, ca), (rb, cb) in zip(a.waves, b.waves):
+        assert np.array_equal(ra, rb) and np.array_equal(ca, cb)
+
+
+def _close(x, y):
+    """Equal up to rounding: the kernel adds a row's entries in numpy's pairwise order (bit
+    for bit equal under numpy 2.4), but that order is numpy's internal detail, so a test
+    that must hold on every supported numpy (the lowest is 1.24) asks for 1e-12 only."""
+    scale = max(1.0, float(np.max(np.abs(y)))) if y.size else 1.0
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-12, atol=1e-12 * scale))
+
+
+KERNEL_CODES = [(10, 0, "pm1"), (40, 1, "gaussian"), (150, 2, "pm1"), (400, 3, "gaussian"),
+                (720, 4, "pm1")]
+
+
+@pytest.mark.parametrize("m,seed,coeffs", KERNEL_CODES)
+def test_numba_peel_is_the_reference_peel(m, seed, coeffs):
+    code = lt.lt_code(m, 2 * m, "float64", seed=seed, real_coeffs=coeffs)
+    rng = np.random.default_rng(seed)
+    seen = {"inactivated": 0, "complete": 0, "incomplete": 0}
+    for rows in _subsets(code, rng, 8 if m >= 400 else 16):
+        indptr, indices, _ = code.sub(rows)
+        for inactivation in (True, False):
+            got = lt._peel(indptr, indices, m, inactivation)
+            want = lt._peel_reference(indptr, indices, m, inactivation)
+            _same_peel(got, want)
+            seen["inactivated"] += len(want.inactive) > 0
+            seen["complete" if want.complete else "incomplete"] += 1
+    assert min(seen.values()) > 0, seen  # every branch of the peeling ran
+
+
+@pytest.mark.parametrize("field", ["float64", "gf2^8"])
+@pytest.mark.parametrize("m,seed,coeffs", KERNEL_CODES)
+def test_decodable_is_the_reference_decision(m, seed, coeffs, field):
+    code = lt.lt_code(m, 2 * m, field, seed=seed, real_coeffs=coeffs)
+    rng = np.random.default_rng(100 + seed)
+    ar = lt.arith(field)
+    answers = set()
+    for rows in _subsets(code, rng, 6 if m >= 400 else 12):
+        got = code._solve(rows, None) is not None
+        assert got == (code._solve(rows, None, reference=True) is not None)
+        assert code.decodable(rows) == got
+        answers.add(got)
+        indptr, indices, coeffs_ = code.sub(rows)
+        peeled = lt._peel(indptr, indices, m, True)
+        if field == "float64" and peeled.complete and len(peeled.inactive):
+            # the kernel's alpha | beta and M are numpy's (to rounding)
+            Y = np.zeros((len(rows), 0))
+            Z, T = lt_kernels.propagate(indptr, indices, coeffs_, m, Y, peeled.rows,
+                                        peeled.cols, peeled.inactive, peeled.used)
+            Zr, Tr = lt._propagate_reference(ar, indptr, indices, coeffs_, m, Y, peeled)
+            assert _close(Z, Zr) and _close(T, Tr)
+    if m >= 40:
+        assert answers == {True, False}
+
+
+def test_propagate_sums_long_rows_as_numpy():
+    # rows of more than 128 (and 256) other entries: numpy's pairwise sum splits them
+    m = 700
+    rng = np.random.default_rng(5)
+    base = lt.lt_code(m, 2 * m, "float64", seed=5, real_coeffs="gaussian")
+    dense = [np.sort(rng.choice(m, d, replace=False)) for d in (140, 300, 699, 700, 129)]
+    indptr = np.concatenate([base.indptr, base.indptr[-1] + np.cumsum([len(d) for d in dense])])
+    indices = np.concatenate([base.indices] + dense)
+    coeffs = np.concatenate([base.coeffs, rng.standard_normal(len(indices) - len(base.indices))])
+    code = lt.LTCode(m, "float64", indptr, indices, coeffs)
+    ar = lt.arith("float64")
+    for rows in (np.r_[np.arange(2 * m, 2 * m + 5), rng.permutation(2 * m)[:m]],
+                 np.r_[rng.permutation(2 * m)[:m - 200], np.arange(2 * m, 2 * m + 5)]):
+        sub = code.sub(rows)
+        peeled = lt._peel(sub[0], sub[1], m, True)
+        assert peeled.complete and len(peeled.inactive)
+        long_rows = np.diff(sub[0]) > 129
+        assert long_rows[peeled.rows].any() and long_rows[~peeled.used].any()
+        Y = rng.standard_normal((len(rows), 3))
+        got = lt_kernels.propagate(*sub, m, Y, peeled.rows, peeled.cols, peeled.inactive,
+                                   peeled.used)
+        want = lt._propagate_reference(ar, *sub, m, Y, peeled)
+        assert _close(got[0], want[0]) and _close(got[1], want[1])
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_decode_with_the_kernels_is_exact(field):
+    F = get_field(field)
+    m = 300
+    code = lt.lt_code(m, 2 * m, field, seed=8)
+    rng = np.random.default_rng(8)
+    A = F.random((m, 6), rng)
+    X = F.random((6, 4), rng)
+    order = rng.permutation(2 * m)
+    rows = order[: code.rows_needed(order) + 3]
+    indptr, indices, _ = code.sub(rows)
+    assert len(lt._peel(indptr, indices, m, True).inactive) > 0  # back-substitution runs
+    values = F.matmul(code.encode(A, rows), X)
+    got = code.decode(rows, values)
+    check_equal(field, got, F.matmul(A, X))
+    want = code._solve(rows, np.ascontiguousarray(values), reference=True)
+    assert want is not None
+    if F.exact:
+        assert np.array_equal(got, want)
+    else:
+        assert _close(got, want)  # same Z, M and b (to rounding), same numpy solve
+
+
+def test_warm_up_compiles_the_kernels():
+    code = lt.lt_code(20, 40, "float64", seed=1)
+    code.warm_up()
+    assert lt_kernels.peel.signatures and lt_kernels.propagate.signatures

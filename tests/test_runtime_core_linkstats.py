@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mpi_coded import results
-from mpi_coded.analysis.network import Traffic
+from mpi_coded.analysis.network import Traffic, bytes_by_host
 from mpi_coded.coded.job import from_mapping
 from mpi_coded.coded.mapend import map_end
 from mpi_coded.coded.placement import build_placement, rank_of
@@ -158,7 +158,7 @@ def test_the_plan_is_counted_per_host_and_local_messages_are_left_out():
     t.add(1, 2, 1000)  # h1 -> h2
     t.add(2, 3, 7)     # h2 -> h2
     host_of = {0: "h1", 1: "h1", 2: "h2", 3: "h2"}
-    assert linkstats.plan_by_host(t, host_of, ["h3"]) == {"h1": [1000, 0], "h2": [0, 1000],
+    assert bytes_by_host(t, host_of, ["h3"]) == {"h1": [1000, 0], "h2": [0, 1000],
                                                            "h3": [0, 0]}
 
 

@@ -327,6 +327,21 @@ def phase_seconds(traffic: Traffic, net: Network) -> PhaseCost:
                      on_net, fab)
 
 
+def bytes_by_host(traffic: Traffic, host_of: Mapping[int, str],
+                 hosts: Iterable[str] | None = None) -> dict[str, list[int] | None]:
+    """``[sent, received]`` bytes per host name of ``traffic`` (messages between ranks;
+    ``host_of[rank]`` its host, messages inside a host left out), every host of ``hosts``
+    (default: of ``host_of``) listed, ``[0, 0]`` if idle: the ``plan_bytes`` the runtime
+    records beside the interfaces' counts."""
+    names = sorted(set(host_of.values()) | set(hosts or ()))
+    ranks = max(host_of) + 1 if host_of else 0
+    net = Network(tuple(names), (1.0,) * len(names),
+                  tuple(names.index(host_of[r]) for r in range(ranks)))
+    per = traffic.by_host(net)
+    return {n: [per[i].sent_bytes, per[i].recv_bytes] if i in per else [0, 0]
+            for i, n in enumerate(names)}
+
+
 # --- the coded job -----------------------------------------------------------------------
 
 def bcast_edges(group_size: int, root: int, tree: str = "binomial") -> list[tuple[int, int]]:
@@ -525,15 +540,21 @@ def uc_reference(p: CodedParams) -> CodedParams:
 
 def network_report(p: CodedParams, net: Network, multicast: str = "p2p",
                    bcast_tree: str = "binomial", order: Sequence[int] | None = None,
-                   assignment: Any = None) -> dict[str, Any]:
+                   assignment: Any = None, fit: Any = None) -> dict[str, Any]:
     """``model --rate``'s ``network`` object: the network (hosts, rates, ``alpha``,
     efficiency), the coded job's phases priced on it (:func:`coded_network`) and, beside
     the uncoded job's at the same sizes and field (:func:`uc_reference`, same ``order``),
     ``over_uc``: the shuffle's seconds and bytes on the wire over uc's, and the plain load
-    ratio (a multicast counted once: what a broadcast medium would give)."""
+    ratio (a multicast counted once: what a broadcast medium would give).  With ``fit``
+    (a :class:`~mpi_coded.analysis.shuffle_fit.ShuffleFit` from the calibration file),
+    ``shuffle_fitted`` holds the shuffle fitted on the job's training runs ((B.8)) and
+    ``over_uc`` its ratio too."""
     job = runnable_params(p)
     cn = coded_network(build_placement(job, assignment), net, multicast, bcast_tree, order)
     out = {**net.to_dict(), **cn.to_dict()}
+    if fit is not None:
+        out["shuffle_fitted"] = {"seconds": fit.seconds(cn.phases["shuffle"]),
+                                 "fit": fit.to_dict()}
     try:
         ucp = uc_reference(job)
     except ConfigError as exc:  # uc cannot run at these sizes: no ratio
@@ -548,6 +569,10 @@ def network_report(p: CodedParams, net: Network, multicast: str = "p2p",
                           if ref.network_bytes > 0 else None),
         "load": float(cn.plan.load / uc.plan.load) if uc.plan.load > 0 else None,
         "uc_shuffle_s": ref.seconds, "uc_shuffle_bytes": ref.network_bytes}
+    if fit is not None:
+        ref_fit = fit.seconds(ref)
+        out["over_uc"]["shuffle_fitted_s"] = (out["shuffle_fitted"]["seconds"] / ref_fit
+                                              if ref_fit > 0 else None)
     return out
 
 
@@ -587,20 +612,27 @@ def link_calibration(doc: Mapping[str, Any], rate: float | None = None
     return (None if alpha is None else float(alpha)), (None if eff is None else float(eff))
 
 
+def rate_entry(netdoc: Any, rate: float | None) -> Mapping[str, Any] | None:
+    """A calibration file's ``network`` object as seen at ``rate`` (bit/s): its top-level
+    values overridden by the ``by_rate`` entry at that rate when there is one; None when
+    ``netdoc`` is not an object."""
+    if not isinstance(netdoc, Mapping):
+        return None
+    by_rate = netdoc.get("by_rate")
+    if isinstance(by_rate, Mapping) and rate is not None:
+        for key, entry in by_rate.items():
+            if isinstance(entry, Mapping) and parse_rate(str(key), "calibration") == int(rate):
+                return {**netdoc, **entry}
+    return netdoc
+
+
 def link_fabric(doc: Mapping[str, Any], rate: float | None = None) -> float | None:
     """``fabric_bps`` of a calibration file's ``network`` object (the shared capacity,
     :class:`Network`; of the ``by_rate`` entry at ``rate`` when there is one), None where
     absent.  Bad values: ConfigError naming ``calibration``."""
-    netdoc = doc.get("network")
-    if not isinstance(netdoc, dict):
+    chosen = rate_entry(doc.get("network"), rate)
+    if chosen is None:
         return None
-    chosen: Mapping[str, Any] = netdoc
-    by_rate = netdoc.get("by_rate")
-    if isinstance(by_rate, dict) and rate is not None:
-        for key, entry in by_rate.items():
-            if isinstance(entry, dict) and parse_rate(str(key), "calibration") == int(rate):
-                chosen = {**netdoc, **entry}
-                break
     val = chosen.get("fabric_bps")
     require(val is None or (isinstance(val, (int, float)) and not isinstance(val, bool)
                             and val > 0), "calibration",

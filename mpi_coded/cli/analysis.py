@@ -29,6 +29,7 @@ from mpi_coded.analysis import network as netmodel
 from mpi_coded.analysis.bdc_load import make_instance
 from mpi_coded.analysis.model import CONVENTIONS, MODEL_SCHEMES, model_params, predict
 from mpi_coded.analysis.network import BCAST_TREES, MULTICAST_MODES
+from mpi_coded.analysis.shuffle_fit import rate_fit
 from mpi_coded.analysis.solvers import SOLVERS, load_assignment, save_assignment, solve
 from mpi_coded.coded.schemes import names
 from mpi_coded.codes.lt import DEFAULT_C, DEFAULT_DELTA
@@ -155,12 +156,15 @@ def _network(args: argparse.Namespace, p: Any, P: Any) -> dict[str, Any] | None:
               if args.calibration is not None else None)
     net = netmodel.make_network(p.K + 1, args.rate, args.rate_of or (), alpha, eff, rph,
                                 fabric=fabric)
+    fit = (rate_fit(calibration_doc(args.calibration).get("network"),
+                    parse_rate(args.rate, "--rate"))
+           if args.calibration is not None else None)
     order = None
     if args.finishing_order is not None:
         order = [_integer(x, "--finishing-order") for x in args.finishing_order.split(",")
                  if x.strip()]
     try:
-        return netmodel.network_report(p, net, multicast, tree, order, P)
+        return netmodel.network_report(p, net, multicast, tree, order, P, fit)
     except ConfigError as exc:
         if exc.field in ("order", "Q"):  # the map-end rule on the given order
             raise ConfigError("--finishing-order", exc.rule, exc.got) from None

@@ -16,11 +16,18 @@ Decoding (:meth:`LTCode.decode`, :meth:`LTCode.decodable`) solves
    least remaining degree is *inactivated* (treated as known) and peeling goes on;
 2. numeric back-substitution, wave by wave, of every resolved column as an
    affine function ``z_c = alpha_c + beta_c z_I`` of the ``u`` inactivated
-   columns ``z_I`` (vectorised: one gather, one multiply and one segmented sum
-   per wave);
+   columns ``z_I`` (over GF(2^l) vectorised: one gather, one multiply and one
+   segmented sum per wave);
 3. the unused rows give the small dense system ``M z_I = b``, solved by
    Gaussian elimination (``u x u`` inverse over GF(2^l), least squares over
    float64); then ``z = alpha + beta z_I``.
+
+Step 1 (every field) and step 2 over float64 run in the numba kernels of
+:mod:`mpi_coded.codes.lt_kernels` (:meth:`LTCode.warm_up` compiles them); the
+numpy versions :func:`_peel_reference` and :func:`_propagate_reference` (the
+latter also step 2 over GF(2^l)) are their reference: the same waves, the same
+inactivated columns and, over float64, bitwise the same ``alpha``, ``beta``
+and ``M``.
 
 This is exact: the rows decode iff ``Psi_R`` has full column rank iff ``M``
 has rank ``u``, so :meth:`LTCode.decodable` answers "do these rows suffice"
@@ -268,14 +275,36 @@ def arith(field: str) -> _Arith:
 
 @dataclass(frozen=True)
 class _Peeled:
-    waves: tuple[tuple[np.ndarray, np.ndarray], ...]  # (pivot rows, their columns) per wave
+    rows: np.ndarray  # pivot rows, wave after wave
+    cols: np.ndarray  # their columns
+    wave_ptr: np.ndarray  # wave t: rows[wave_ptr[t]:wave_ptr[t + 1]] (and cols)
     inactive: np.ndarray  # inactivated columns, in order
     used: np.ndarray  # (n,) bool: row is a pivot
     complete: bool  # every column resolved or inactivated
 
+    @property
+    def waves(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """``(pivot rows, their columns)`` per wave."""
+        p = self.wave_ptr
+        return tuple((self.rows[p[t]:p[t + 1]], self.cols[p[t]:p[t + 1]])
+                     for t in range(len(p) - 1))
+
 
 def _peel(indptr: np.ndarray, indices: np.ndarray, m: int, inactivation: bool) -> _Peeled:
-    """Symbolic phase (module docstring, step 1) on the structure of ``Psi_R``."""
+    """Symbolic phase (module docstring, step 1) on the structure of ``Psi_R``: the numba
+    kernel :func:`mpi_coded.codes.lt_kernels.peel` (the choices of :func:`_peel_reference`)."""
+    from mpi_coded.codes import lt_kernels
+
+    rows, cols, wave_ptr, inactive, used, complete = lt_kernels.peel(
+        np.ascontiguousarray(indptr, dtype=np.int64),
+        np.ascontiguousarray(indices, dtype=np.int64), int(m), bool(inactivation))
+    return _Peeled(rows, cols, wave_ptr, inactive, used, bool(complete))
+
+
+def _peel_reference(indptr: np.ndarray, indices: np.ndarray, m: int,
+                    inactivation: bool) -> _Peeled:
+    """Step 1 in numpy, one iteration per wave or inactivation (the reference of
+    :func:`_peel`, for the tests)."""
     n = len(indptr) - 1
     deg = np.diff(indptr).astype(np.int64)
     row_of = np.repeat(np.arange(n), deg)
@@ -320,7 +349,40 @@ def _peel(indptr: np.ndarray, indices: np.ndarray, m: int, inactivation: bool) -
         inactive.append(col)
         left -= 1
         remove(np.array([col], dtype=np.int64))
-    return _Peeled(tuple(waves), np.array(inactive, dtype=np.int64), used, left == 0)
+    wave_ptr = np.zeros(len(waves) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r, _ in waves], out=wave_ptr[1:])
+    flat = [np.concatenate([w[k] for w in waves]) if waves else np.zeros(0, dtype=np.int64)
+            for k in (0, 1)]
+    return _Peeled(flat[0].astype(np.int64), flat[1].astype(np.int64), wave_ptr,
+                   np.array(inactive, dtype=np.int64), used, left == 0)
+
+
+def _propagate_reference(ar: _Arith, indptr: np.ndarray, indices: np.ndarray,
+                         coeffs: np.ndarray, m: int, Y: np.ndarray,
+                         peeled: _Peeled) -> tuple[np.ndarray, np.ndarray]:
+    """Step 2 in numpy, one iteration per wave (every field): ``(Z, T)``, ``Z``
+    (``m x (w + u)``) the resolved columns as affine functions of the values ``Y``
+    (``n x w``) and of the ``u`` inactive columns, ``T = Psi[~used] Z``."""
+    w, u = Y.shape[1], len(peeled.inactive)
+    Z = ar.zeros((m, w + u))
+    Z[peeled.inactive, w + np.arange(u)] = ar.one()
+    for prow, pcol in peeled.waves:
+        e = _ranges(indptr[prow], indptr[prow + 1])
+        owner = np.repeat(np.arange(len(prow)), indptr[prow + 1] - indptr[prow])
+        ce = indices[e]
+        piv = ce == pcol[owner]
+        rhs = ar.zeros((len(prow), w + u))
+        rhs[:, :w] = Y[prow]
+        other = ~piv
+        if other.any():
+            prod = ar.mul(coeffs[e[other]][:, None], Z[ce[other]])
+            rhs = ar.sub(rhs, ar.segment_sum(prod, owner[other], len(prow)))
+        Z[pcol] = ar.mul(ar.inv(coeffs[e[piv]])[:, None], rhs)
+    rest = np.flatnonzero(~peeled.used)
+    e = _ranges(indptr[rest], indptr[rest + 1])
+    owner = np.repeat(np.arange(len(rest)), indptr[rest + 1] - indptr[rest])
+    T = ar.segment_sum(ar.mul(coeffs[e][:, None], Z[indices[e]]), owner, len(rest))
+    return Z, T
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,41 +459,46 @@ class LTCode:
 
     # -- decoding ------------------------------------------------------------------------
 
+    def warm_up(self) -> None:
+        """Compile (or load from numba's cache) the decoding kernels
+        (:func:`mpi_coded.codes.lt_kernels.warm_up`), so that no timed phase pays for them."""
+        from mpi_coded.codes import lt_kernels
+
+        lt_kernels.warm_up()
+
     def _solve(self, rows: Sequence[int] | np.ndarray, values: np.ndarray | None,
-               inactivation: bool = True) -> np.ndarray | None:
-        """Steps 1-3 of the module docstring; ``values=None`` only checks decodability."""
+               inactivation: bool = True, reference: bool = False) -> np.ndarray | None:
+        """Steps 1-3 of the module docstring; ``values=None`` only checks decodability.
+
+        Steps 1 and (over float64) 2 run in the numba kernels of
+        :mod:`mpi_coded.codes.lt_kernels`; ``reference``: in numpy
+        (:func:`_peel_reference`, :func:`_propagate_reference`), for the tests.
+        """
         ar = arith(self.field)
         indptr, indices, coeffs = self.sub(rows)
         n = len(indptr) - 1
         if n < self.m:
             return None
-        peeled = _peel(indptr, indices, self.m, inactivation)
+        peeled = (_peel_reference if reference else _peel)(indptr, indices, self.m,
+                                                           inactivation)
         if not peeled.complete:
             return None
         Y = ar.zeros((n, 0)) if values is None else values
         w, u = Y.shape[1], len(peeled.inactive)
         if u == 0 and values is None:
             return ar.zeros((self.m, 0))
-        Z = ar.zeros((self.m, w + u))
-        Z[peeled.inactive, w + np.arange(u)] = ar.one()
-        for prow, pcol in peeled.waves:
-            e = _ranges(indptr[prow], indptr[prow + 1])
-            owner = np.repeat(np.arange(len(prow)), indptr[prow + 1] - indptr[prow])
-            ce = indices[e]
-            piv = ce == pcol[owner]
-            rhs = ar.zeros((len(prow), w + u))
-            rhs[:, :w] = Y[prow]
-            other = ~piv
-            if other.any():
-                prod = ar.mul(coeffs[e[other]][:, None], Z[ce[other]])
-                rhs = ar.sub(rhs, ar.segment_sum(prod, owner[other], len(prow)))
-            Z[pcol] = ar.mul(ar.inv(coeffs[e[piv]])[:, None], rhs)
+        if self.field == "float64" and not reference:
+            from mpi_coded.codes import lt_kernels
+
+            Z, T = lt_kernels.propagate(indptr, indices, coeffs, self.m,
+                                        np.ascontiguousarray(Y, dtype=np.float64),
+                                        peeled.rows, peeled.cols, peeled.inactive,
+                                        peeled.used)
+        else:
+            Z, T = _propagate_reference(ar, indptr, indices, coeffs, self.m, Y, peeled)
         if u == 0:
             return Z[:, :w]
         rest = np.flatnonzero(~peeled.used)
-        e = _ranges(indptr[rest], indptr[rest + 1])
-        owner = np.repeat(np.arange(len(rest)), indptr[rest + 1] - indptr[rest])
-        T = ar.segment_sum(ar.mul(coeffs[e][:, None], Z[indices[e]]), owner, len(rest))
         M = T[:, w:]
         b = ar.sub(Y[rest], T[:, :w])
         z_inactive = ar.solve(M, b)

@@ -211,6 +211,11 @@ class LTJobCode(Code):
         """The dense ``r x m`` ``Psi_LT`` (tests and small sizes)."""
         return self.lt.generator()
 
+    def warm_up(self) -> None:
+        """The peeling decoder's kernels (:meth:`~mpi_coded.codes.lt.LTCode.warm_up`): the
+        map-end rule, the shuffle plan and the reduce all decide with them."""
+        self.lt.warm_up()
+
     def encode(self, A: np.ndarray, rows: Sequence[int] | None = None) -> np.ndarray:
         return self.lt.encode(A, None if rows is None else list(rows))
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from mpi_coded.analysis.network import Traffic
+from mpi_coded.analysis.network import Traffic, bytes_by_host
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.scenario import stragglers_at, true_speeds
 from mpi_coded.cec.suspects import Suspects
@@ -131,7 +131,7 @@ class Cluster:
             return None
         by_host = [(name, _group(spans, host_of)) for name, spans in phases]
         link = linkstats.host_phases(by_host, host_of.values(), self.book)
-        plan: PhaseBytes = {name: linkstats.plan_by_host(t, host_of)
+        plan: PhaseBytes = {name: bytes_by_host(t, host_of)
                             for name, t in plans.items() if t is not None}
         unread = all(v is None for per in link.values() for v in per.values())
         return LinkBytes(link_bytes=None if unread else link, plan_bytes=plan or None)

@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from mpi_coded.analysis.network import ITEMSIZE, Traffic, gather_traffic, shuffle_traffic
+from mpi_coded.analysis.network import (
+    ITEMSIZE,
+    Traffic,
+    bytes_by_host,
+    gather_traffic,
+    shuffle_traffic,
+)
 from mpi_coded.coded.code import algorithm_names
 from mpi_coded.coded.job import CodedJob
 from mpi_coded.coded.mapend import MapEnd
@@ -193,7 +199,7 @@ def plan_phases(plan: ShufflePlan, field_name: str, multicast: str,
     item = ITEMSIZE[field_name]
     host_of = {int(k): v for k, v in hosts.items()}
     per = {"shuffle": shuffle_traffic(plan, item, multicast), "reduce": gather_traffic(plan, item)}
-    return {p: linkstats.plan_by_host(per.get(p, Traffic()), host_of) for p in PHASES}
+    return {p: bytes_by_host(per.get(p, Traffic()), host_of) for p in PHASES}
 
 
 def link_part(job: CodedJob, field_name: str, r: Repetition, plan: ShufflePlan,

@@ -125,6 +125,7 @@ class CodedMaster:
         self.phase.set("setup")
         self.setup = build_setup(job)
         self.setup.field.warm_up()
+        self.setup.code.warm_up()  # the map-end rule may decide with the code (LT)
         prefault(working_bytes(job, self.setup.field, p.m, copies=3))  # reducers' outputs
         warning = padding_warning(p, self.setup.placement)
         if warning:

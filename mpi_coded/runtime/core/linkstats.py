@@ -34,9 +34,8 @@ so that a phase's data only moves after the host's previous boundary.  A send's 
 still leaving a host after its ranks marked the end is counted in the host's next phase,
 unless the rank waits for it (:func:`read_sent`).
 
-**Beside the plan** (:func:`plan_by_host`): the bytes the network model
-(:mod:`mpi_coded.analysis.network`) counts for the same phase and host, from the plan the
-ranks executed.
+**Beside the plan** (:func:`mpi_coded.analysis.network.bytes_by_host`): the bytes the
+network model counts for the same phase and host, from the plan the ranks executed.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mpi_coded.analysis.network import Network, Traffic
 from mpi_coded.runtime.core.records import LINK
 
 PROC_NET_DEV = Path("/proc/self/net/dev")
@@ -282,17 +280,3 @@ def measured(network: Mapping[str, object] | None, hosts: Iterable[str]) -> bool
     than one host (on one host the ranks talk through shared memory and an interface
     counts only the machine's other traffic)."""
     return bool(network and network.get("emulated")) or len(set(hosts)) > 1
-
-
-def plan_by_host(traffic: Traffic, host_of: Mapping[int, str],
-                 hosts: Iterable[str] | None = None) -> dict[str, list[int] | None]:
-    """The plan's ``[sent, received]`` bytes per host of ``traffic`` (the network model's
-    messages between ranks; ``host_of[rank]`` its host, messages inside a host left out),
-    every host of ``hosts`` (default: of ``host_of``) listed, ``[0, 0]`` if idle."""
-    names = sorted(set(host_of.values()) | set(hosts or ()))
-    ranks = max(host_of) + 1 if host_of else 0
-    net = Network(tuple(names), (1.0,) * len(names),
-                  tuple(names.index(host_of[r]) for r in range(ranks)))
-    per = traffic.by_host(net)
-    return {n: [per[i].sent_bytes, per[i].recv_bytes] if i in per else [0, 0]
-            for i, n in enumerate(names)}
