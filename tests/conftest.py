@@ -13,6 +13,7 @@ MPI requires to run as root.  MPICH runs exactly as before.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -78,6 +80,17 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
+
+
+def load_script(path: str | Path, name: str) -> ModuleType:
+    """Import ``scripts/*.py`` at ``path`` as module ``name`` (the scripts are not a
+    package); registered in ``sys.modules`` first, as dataclasses look it up."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def run_cmd(cmd: list[str], timeout: float, env: dict[str, str] | None = None,

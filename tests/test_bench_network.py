@@ -4,7 +4,6 @@ cluster (root; skipped elsewhere with the reason, failing under ``CI=true``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from conftest import ROOT, run_cmd
+from conftest import ROOT, load_script, run_cmd
 from mpi_coded.analysis import network as nm
 from mpi_coded.coded.job import CodedJob
 from mpi_coded.coded.mapend import map_end
@@ -26,12 +25,7 @@ SCRIPT = ROOT / "scripts" / "bench_network.py"
 
 
 def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_network_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while it executes
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "bench_network_script")
 
 
 bn = load_bench()

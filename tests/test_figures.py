@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 import sys
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, mpiexec_path, run_cmd
+from conftest import ROOT, load_script, mpiexec_path, run_cmd
 
 SCRIPT = str(ROOT / "scripts" / "figures.py")
 PNGS = ("coded_vs_T.png", "coded_vs_K.png", "cec_steps.png")
@@ -29,12 +28,7 @@ def load_figures() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
-    spec = importlib.util.spec_from_file_location("figures_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while it executes
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "figures_script")
 
 
 class KeepingPlt:
