@@ -21,14 +21,24 @@ cores.  Its table of seconds per operation is measured right before and right af
 job and averaged (a shared host's speed drifts by 10-20 % within minutes), unless
 ``--calibration FILE`` gives one for every job.
 
+``--fit FILE`` adds the fitted model of docs/theory.md (C.5) carried to this held-out
+size: the median of the fits of the independent runs in ``FILE`` (``scripts/bench_coded.py
+--scaled-only --out FILE``, fitted at m = 1800 on this machine), its work listed for the
+paper's jobs and priced with ``--base-table`` (default ``docs/runs/calibration.json``).
+
 The last line is one JSON object: per ``T`` the measured and predicted encode, map and
 reduce seconds, the encoder and decoder that ran, the peak RSS of the largest rank;
 ``encode_model_over_measured`` and ``reduce_model_over_measured`` (keyed by ``T``) and
-``bdc_over_unified_measured`` / ``bdc_over_unified_model`` (encode + reduce).
-Results are appended to ``--out`` (one line per job) as they come.
+``bdc_over_unified_measured`` / ``bdc_over_unified_model`` (encode + reduce), with
+``--fit`` ``bdc_over_unified_fitted_model`` too.  Results are appended to ``--out`` (one
+line per job, each repetition's phases in it) as they come; ``--merge FILE ...`` sets
+the invocations in those files side by side as independent runs (median and IQR over the
+runs, :func:`mpi_coded.analysis.calibration.summarize_runs`, as ``bench_coded.py --merge``).
 
     python scripts/bench_paper.py                      # unified and T = 10, 100, 1000, 3000
     python scripts/bench_paper.py --T 1000 --calibration calib.json
+    python scripts/bench_paper.py --fit runs.jsonl --out paper.jsonl   # 3 times, then
+    python scripts/bench_paper.py --merge paper.jsonl
 """
 
 from __future__ import annotations
@@ -45,9 +55,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import read_jsonl, run_mpi  # noqa: E402
 
 from mpi_coded.analysis import calibration  # noqa: E402
+from mpi_coded.analysis.calibration.fitted import features, load_normalized  # noqa: E402
 from mpi_coded.coded.schemes import coded_params  # noqa: E402
 
 K, Q, MU, ETA, M = 9, 6, "1/3", 250, 6000
+DEFAULT_BASE = Path(__file__).resolve().parent.parent / "docs" / "runs" / "calibration.json"
 
 
 def run_one(T: int, tmp: Path, timeout: float, reps: int) -> dict:
@@ -69,10 +81,95 @@ def run_one(T: int, tmp: Path, timeout: float, reps: int) -> dict:
                  "job_wall_s": wall, "reps": len(runs),
                  "first_rep": {f"{ph}_s": runs[0][f"{ph}_s"] for ph in ("encode", "map", "reduce")},
                  "max_peak_rss_mb": max(r.get("max_peak_rss_mb") or 0.0 for r in runs),
-                 "encoder": runs[-1].get("encoder"), "decoder": runs[-1].get("decoder")}
+                 "encoder": runs[-1].get("encoder"), "decoder": runs[-1].get("decoder"),
+                 "rep_phases": [[r["encode_s"], r["map_s"], r["reduce_s"]] for r in runs]}
     for ph in ("encode", "map", "shuffle", "reduce", "total"):
         row[f"{ph}_s"] = statistics.median(r[f"{ph}_s"] for r in runs)
     return row
+
+
+def params_of(T: int):
+    return coded_params("unified" if T == 1 else "bdc", K, Q, MU, ETA, M, M, T=T,
+                        field="gf2^16")
+
+
+def read_fit(paths: list[str]) -> calibration.FittedModel:
+    """The median of the fits of the scaled runs in ``paths`` (``bench_coded.py --out``)."""
+    from bench_coded import read_runs
+
+    runs = read_runs(paths)
+    return calibration.median_model([calibration.FittedModel.from_dict(r["fit"]) for r in runs])
+
+
+def add_fitted(row: dict, model: calibration.FittedModel, base: dict | None) -> None:
+    """The fitted model's seconds next to the measured ones in ``row``."""
+    pred = model.predict(features(params_of(row["T"]), base))
+    for ph in ("encode", "map", "reduce"):
+        row[f"fitted_model_{ph}_s"] = pred[ph]
+
+
+def run_of(rows: list[dict]) -> dict:
+    """One invocation's jobs as a run of :func:`calibration.summarize_runs`: per ``T`` the
+    measured ratio (medians of encode + reduce), the load-normalized one (each repetition
+    at the run's median map), the fitted and the table model's."""
+    by = {str(r["T"]): r for r in rows}
+    if "1" not in by:
+        raise SystemExit(f"run {rows[0].get('run_started')}: no unified job (T = 1)")
+    er = {T: [e + red for e, _, red in r["rep_phases"]] for T, r in by.items()}
+    run_map = statistics.median(mp for r in rows for _, mp, _ in r["rep_phases"])
+    norm = {T: load_normalized([{"encode_s": e, "map_s": mp, "reduce_s": red}
+                                for e, mp, red in r["rep_phases"]], "encode_reduce", run_map)
+            for T, r in by.items()}
+    Ts = [T for T in by if T != "1"]
+
+    def model(prefix: str, T: str) -> float:
+        return ((by[T][f"{prefix}encode_s"] + by[T][f"{prefix}reduce_s"])
+                / (by["1"][f"{prefix}encode_s"] + by["1"][f"{prefix}reduce_s"]))
+
+    run = {"started": rows[0].get("run_started"), "reps": er, "reps_normalized": norm,
+           "ratio_measured": {T: statistics.median(er[T]) / statistics.median(er["1"])
+                              for T in Ts},
+           "ratio_measured_normalized": {T: statistics.median(norm[T])
+                                         / statistics.median(norm["1"]) for T in Ts},
+           "ratio_model": {T: model("model_", T) for T in Ts},
+           "verified": all(r["verified"] for r in rows)}
+    if all("fitted_model_encode_s" in r for r in rows):
+        run["ratio_fitted_model"] = {T: model("fitted_model_", T) for T in Ts}
+    return run
+
+
+SUMMARIES = (("paper_summary", "ratio_measured", "reps", "medians of the repetitions"),
+             ("paper_summary_normalized", "ratio_measured_normalized", "reps_normalized",
+              "each repetition at the run's median map"))
+"""The merge's views: (key, measured ratio, repetitions, what the table says)."""
+
+
+def merge(paths: list[str]) -> int:
+    """``--merge``: the invocations in ``paths`` as independent runs."""
+    from bench_coded import print_table
+
+    groups: dict[str, list[dict]] = {}
+    for path in paths:
+        for line in read_jsonl(Path(path)):
+            if line.get("kind") == "paper_bench" and "rep_phases" in line:
+                groups.setdefault(str(line.get("run_started")), []).append(line)
+    if not groups:
+        raise SystemExit(f"no paper_bench lines with repetitions in {', '.join(paths)}")
+    runs = [run_of(rows) for rows in groups.values()]
+    out: dict = {"kind": "paper_merge", "paper_runs": runs,
+                 "all_verified": all(r["verified"] for r in runs)}
+    fitted = all("ratio_fitted_model" in r for r in runs)
+    for key, measured, reps, what in SUMMARIES:
+        # the model of this bench: the table measured around each job (C.4)
+        out[key] = calibration.summarize_runs(runs, measured_key=measured, reps_key=reps)
+        print_table(out[key], M, f"{what}, table model")
+        if fitted:  # the fit of the m = 1800 runs (C.5), carried to this size
+            alt = [{**r, "ratio_model": r["ratio_fitted_model"]} for r in runs]
+            out[f"{key}_fitted"] = calibration.summarize_runs(alt, measured_key=measured,
+                                                              reps_key=reps)
+            print_table(out[f"{key}_fitted"], M, f"{what}, fitted model")
+    print(json.dumps(out))
+    return 0 if out["all_verified"] else 1
 
 
 def add_model(row: dict, table: dict, cores: int) -> None:
@@ -101,16 +198,29 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per repetition")
     ap.add_argument("--reps", type=int, default=5,
                     help="repetitions per job (default 5; their medians meet the model)")
+    ap.add_argument("--fit", nargs="+", default=None, metavar="FILE",
+                    help="scaled runs of bench_coded.py --scaled-only --out: their median fit "
+                         "priced at this size")
+    ap.add_argument("--base-table", dest="base_table", default=None,
+                    help="with --fit: the calibration file of the base prices (default "
+                         "docs/runs/calibration.json)")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="FILE",
+                    help="no job: the invocations in these --out files as independent runs")
     args = ap.parse_args()
+    if args.merge:
+        return merge(args.merge)
     try:
         Ts = [int(x) for x in args.T.split(",") if x.strip()]
     except ValueError:
         ap.error(f"--T: comma-separated integers, got {args.T!r}")
     for T in Ts:  # every rule before any MPI job (T | m, T | r, ...)
-        coded_params("unified" if T == 1 else "bdc", K, Q, MU, ETA, M, M, T=T,
-                     field="gf2^16")
+        params_of(T)
     cores = calibration.cores_here()
     fixed = calibration.load(args.calibration) if args.calibration else None
+    fitted = read_fit(args.fit) if args.fit else None
+    base_path = args.base_table or (str(DEFAULT_BASE) if DEFAULT_BASE.is_file() else None)
+    base = calibration.load(base_path) if fitted is not None and base_path else None
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     def table_now(when: str) -> dict:
         if fixed is not None:
@@ -127,7 +237,10 @@ def main() -> int:
             row = run_one(T, Path(d), args.timeout, args.reps)
             after = table_now("after the job")  # and before the next one
             add_model(row, mean_table(before, after), cores)
+            if fitted is not None:
+                add_fitted(row, fitted, base)
             before = after
+            row["run_started"] = started
             rows[str(T)] = row
             print(f"T={T}: encode {row['encode_s']:.3f} s (model {row['model_encode_s']:.3f}, "
                   f"{row['encoder']}), map {row['map_s']:.2f} s (model "
@@ -154,6 +267,12 @@ def main() -> int:
             T: (r["model_encode_s"] + r["model_reduce_s"])
             / (uni["model_encode_s"] + uni["model_reduce_s"])
             for T, r in rows.items() if T != "1"}
+        if fitted is not None:
+            out["fit"] = fitted.to_dict()
+            out["bdc_over_unified_fitted_model"] = {
+                T: (r["fitted_model_encode_s"] + r["fitted_model_reduce_s"])
+                / (uni["fitted_model_encode_s"] + uni["fitted_model_reduce_s"])
+                for T, r in rows.items() if T != "1"}
     print(json.dumps(out))
     return 0 if out["all_verified"] else 1
 

@@ -741,6 +741,15 @@ def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     plotting.measured_vs_model(ax, Ts, [meas[T] for T in Ts], [model[T] for T in Ts],
                                model_label="calibrated model")
+    per = bench.get("scaled_summary", {}).get("per_T", {})  # a merge of independent runs
+    bars = {int(T): v["measured"] for T, v in per.items() if int(T) in meas}
+    if bars:
+        xs = sorted(bars)
+        ax.errorbar(xs, [meas[T] for T in xs],
+                    yerr=[[meas[T] - bars[T]["q1"] for T in xs],
+                          [bars[T]["q3"] - meas[T] for T in xs]],
+                    fmt="none", ecolor="C0", capsize=4,
+                    label=f"IQR over {max(b['n'] for b in bars.values())} runs")
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("partitions T")

@@ -141,6 +141,69 @@ def test_decodable_over_gf_is_full_column_rank(m, seed, ratio):
         assert np.array_equal(code.decode(rows, code.encode(A, rows)), A)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(5, 40), st.integers(0, 2**32 - 1), st.floats(0.5, 1.4),
+       st.sampled_from(["float64", "gf2^8"]))
+def test_deficit_is_the_missing_rank(m, seed, ratio, field):
+    # the dense generator's rank (numpy over float64, galois over GF(2^8)) is independent
+    code = lt.lt_code(m, 2 * m, field, seed=seed)
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(2 * m)[: max(1, int(ratio * m))]
+    dense = code.generator(rows)
+    if field != "float64":
+        dense = dense.view(get_field(field).gf)
+    missing = m - int(np.linalg.matrix_rank(dense))
+    d = code.deficit(rows)
+    assert (d == 0) == (missing == 0)
+    assert 1 <= d <= missing or d == missing == 0  # a lower bound, never more
+    covered = np.unique(code.sub(rows)[1]).size == m
+    if len(rows) >= m and covered:
+        assert d == missing  # exact once the peeling completes
+
+
+def test_shortest_decoding_prefix_is_the_first_that_decodes():
+    for field in ("float64", "gf2^8"):
+        for seed in range(4):
+            code = lt.lt_code(120, 240, field, seed=seed)
+            order = np.random.default_rng(seed).permutation(240)
+            first = next(n for n in range(241) if code.decodable(order[:n]))  # linear scan
+            assert code.rows_needed(order) == first
+            def deficit(n, code=code, order=order):
+                return code.deficit(order[:n])
+
+            assert lt.shortest_decoding_prefix(deficit, 0, first - 1) is None
+    code = lt.lt_code(50, 60, seed=1)
+    assert code.rows_needed(np.arange(49)) is None
+
+
+@pytest.mark.parametrize("answer", [0, 1, 5, 37, 200, 999])
+def test_the_prefix_search_is_exact_and_short_when_rows_add_nothing(answer):
+    # a deficit stuck at 1 (rows in the span already) until the answer: no walk row by row
+    calls = []
+
+    def deficit(n):
+        calls.append(n)
+        return 0 if n >= answer else 1
+
+    assert lt.shortest_decoding_prefix(deficit, 0, 1000) == answer
+    assert len(calls) <= 2 * math.ceil(math.log2(answer + 2)) + 4, calls
+    assert lt.shortest_decoding_prefix(lambda n: 1, 0, 1000) is None
+    assert lt.shortest_decoding_prefix(lambda n: 0, 7, 1000) == 7
+    assert lt.shortest_decoding_prefix(lambda n: 0, 8, 7) is None
+
+
+def test_covering_prefix_is_the_first_that_touches_every_source_row():
+    code = lt.lt_code(60, 240, seed=5)
+    order = np.random.default_rng(5).permutation(240)
+    cols = [set(code.sub([int(i)])[1].tolist()) for i in order]
+    first = next(n for n in range(241) if len(set().union(*cols[:n])) == 60)  # by hand
+    assert lt.covering_prefix(code, [], order) == first
+    known = order[:first - 1]  # all but the last one's new columns
+    assert lt.covering_prefix(code, known, order[first - 1:]) == 1
+    assert lt.covering_prefix(code, order, []) == 0
+    assert lt.covering_prefix(code, [], order[:first - 1]) is None
+
+
 def test_too_few_rows_and_uncovered_columns():
     code = lt.lt_code(200, 400, seed=4)
     assert not code.decodable(np.arange(199))
@@ -300,8 +363,9 @@ def test_decodable_is_the_reference_decision(m, seed, coeffs, field):
     ar = lt.arith(field)
     answers = set()
     for rows in _subsets(code, rng, 6 if m >= 400 else 12):
-        got = code._solve(rows, None) is not None
-        assert got == (code._solve(rows, None, reference=True) is not None)
+        d = code.deficit(rows)
+        assert d == code.deficit(rows, reference=True)
+        got = d == 0
         assert code.decodable(rows) == got
         answers.add(got)
         indptr, indices, coeffs_ = code.sub(rows)

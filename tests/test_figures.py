@@ -310,6 +310,24 @@ def test_bench_figures_plot_the_bench_numbers(tmp_path: Path) -> None:
         got = lines_of(ax)
         assert xy(got["measured"]) == ([10.0, 1000.0], [0.87, 0.37])
         assert xy(got["calibrated model"]) == ([10.0, 1000.0], [0.9, 0.4])
+        assert not ax.containers  # one run: no spread to draw
+    finally:
+        plt.close_all()
+
+
+def test_the_ratio_of_independent_runs_carries_their_iqr(tmp_path: Path) -> None:
+    figures = load_figures()
+    plt = KeepingPlt()
+    merged = {**PAPER_BENCH, "scaled_m": 1800, "scaled_summary": {"per_T": {
+        "10": {"measured": {"q1": 0.8, "q3": 0.95, "n": 3}},
+        "1000": {"measured": {"q1": 0.3, "q3": 0.5, "n": 3}}}}}
+    try:
+        figures.figure_rs_bdc_vs_T(plt, merged, tmp_path / "r.png")
+        (ax,) = plt.figures[0].axes
+        (bars,) = ax.containers
+        assert bars.get_label() == "IQR over 3 runs"
+        segs = [seg.tolist() for seg in bars.lines[2][0].get_segments()]
+        assert segs == [[[10.0, 0.8], [10.0, 0.95]], [[1000.0, 0.3], [1000.0, 0.5]]]
     finally:
         plt.close_all()
 

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -354,17 +355,24 @@ def _check(path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def _run_cec(c: Emulated, ranks: int, args: list[str], out: Path, timeout: float,
+             *extra: str) -> tuple[Any, list[dict], int]:
+    """``mpi-coded run cec ARGS --out OUT`` across the hosts: its result, the checked
+    lines and the bytes the hosts' links sent meanwhile."""
+    s0 = c.sent()
+    r = c.mpirun(ranks, [sys.executable, "-m", "mpi_coded", "run", "cec", *args,
+                         "--out", str(out)], timeout, *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s1 = c.sent()
+    _check(out)
+    return r, _lines(out), sum(s1[h] - s0[h] for h in s1)
+
+
 @pytest.mark.mpi
 @pytest.mark.portable
 def test_the_elastic_job_runs_across_4_hosts(four_hosts, work):
     c = four_hosts
-    out = work / "cec.jsonl"
-    s0 = c.sent()
-    r = c.mpirun(7, [sys.executable, "-m", "mpi_coded", "run", "cec", "--out", str(out)], 300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    s1 = c.sent()
-    _check(out)
-    lines = _lines(out)
+    r, lines, crossed = _run_cec(c, 7, [], work / "cec.jsonl", 300)
     config = next(x for x in lines if x.get("kind") == "config")
     setup = next(x for x in lines if x.get("kind") == "setup")
     hosts = setup["hosts"]
@@ -375,7 +383,6 @@ def test_the_elastic_job_runs_across_4_hosts(four_hosts, work):
     _check_network(config["network"], c)
     # the coded blocks of the machines on other hosts crossed the links (and more)
     remote = sum(1 for h in hosts.values() if h != master)
-    crossed = sum(s1[h] - s0[h] for h in s1)
     assert crossed >= remote * setup["bytes_per_machine"], (crossed, remote)
     assert "all verified: True" in r.stdout
     print(f"cec across {sorted(set(hosts.values()))}: {crossed} bytes crossed the links "
@@ -409,15 +416,9 @@ def test_16_machines_with_random_preemptions_run_across_4_hosts(four_hosts, work
     c = four_hosts
     config = work / "random16.toml"
     config.write_text(RANDOM_16)
-    out = work / "cec16.jsonl"
     extra = ["--oversubscribe"] if mpi_flavor() == "openmpi" else []  # 17 ranks, 8 slots
-    s0 = c.sent()
-    r = c.mpirun(17, [sys.executable, "-m", "mpi_coded", "run", "cec", "--config",
-                      str(config), "--out", str(out)], 400, *extra)
-    assert r.returncode == 0, r.stdout + r.stderr
-    s1 = c.sent()
-    _check(out)
-    lines = _lines(out)
+    r, lines, crossed = _run_cec(c, 17, ["--config", str(config)], work / "cec16.jsonl",
+                                 400, *extra)
     config_line = next(x for x in lines if x.get("kind") == "config")
     setup = next(x for x in lines if x.get("kind") == "setup")
     steps = [x for x in lines if x.get("kind") == "step"]
@@ -431,7 +432,6 @@ def test_16_machines_with_random_preemptions_run_across_4_hosts(four_hosts, work
     preempted = [sorted(set(range(1, 17)) - set(s["available"])) for s in steps]
     assert any(preempted) and len({tuple(p) for p in preempted}) > 1, preempted
     remote = sum(1 for h in hosts.values() if h != config_line["host"])
-    crossed = sum(s1[h] - s0[h] for h in s1)
     assert crossed >= remote * setup["bytes_per_machine"], (crossed, remote)
     assert "all verified: True" in r.stdout
     counts = {h: len(v) for h, v in sorted(per_host.items())}

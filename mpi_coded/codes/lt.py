@@ -31,8 +31,10 @@ and ``M``.
 
 This is exact: the rows decode iff ``Psi_R`` has full column rank iff ``M``
 has rank ``u``, so :meth:`LTCode.decodable` answers "do these rows suffice"
-exactly, and more rows never hurt.  ``inactivation=False`` gives plain peeling
-(the decoder Luby's analysis is about).
+exactly, and more rows never hurt.  :meth:`LTCode.deficit` says by how much they fall
+short: ``rank Psi_R = (m - u) + rank M``, so at least ``u - rank M`` more rows are needed,
+which lets :func:`shortest_decoding_prefix` jump instead of bisecting.
+``inactivation=False`` gives plain peeling (the decoder Luby's analysis is about).
 
 Field elements are plain ndarrays of :func:`mpi_coded.fields.get_field`'s dtype
 (the polynomial basis of galois's default polynomials 0x11d and 0x1002d).
@@ -47,7 +49,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,13 +170,19 @@ class _Arith:
             return self.zeros((a.shape[0], b.shape[1]))
         return self.field.matmul(a, b)
 
+    def rank(self, M: np.ndarray) -> int:
+        """Rank of ``M`` (numerical over float64: numpy's ``matrix_rank`` tolerance)."""
+        if M.size == 0:
+            return 0
+        return int(np.linalg.matrix_rank(M))
+
     def solve(self, M: np.ndarray, b: np.ndarray) -> np.ndarray | None:
         """``z`` with ``M z = b`` if ``M`` has full column rank, else None."""
         u = M.shape[1]
-        if M.shape[0] < u:
+        if M.shape[0] < u or self.rank(M) < u:
             return None
-        if np.linalg.matrix_rank(M) < u:
-            return None
+        if b.shape[1] == 0:
+            return self.zeros((u, 0))
         return np.asarray(np.linalg.lstsq(M, b, rcond=None)[0])
 
 
@@ -216,24 +224,46 @@ class _GFArith(_Arith):
     def _reduceat(self, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
         return np.asarray(np.bitwise_xor.reduceat(values, starts, axis=0))
 
-    def _independent_rows(self, M: np.ndarray) -> np.ndarray | None:
-        """Indices of ``u`` rows of ``M`` (``n x u``) forming an invertible matrix, or None."""
+    def _pivot_rows(self, M: np.ndarray, stop_early: bool) -> np.ndarray | None:
+        """Rows of ``M`` (``n x u``) that are pivots of its row echelon form, one per
+        independent column (so ``len`` = rank); ``stop_early``: None at the first column
+        without a pivot (``M`` not of full column rank)."""
         A = M.copy()
         n, u = A.shape
         rows = np.arange(n)
+        top = 0  # pivots found so far: rows[:top]
         for col in range(u):
-            nz = np.flatnonzero(A[col:, col])
+            if top == n:
+                break
+            nz = np.flatnonzero(A[top:, col])
             if nz.size == 0:
-                return None
-            p = col + int(nz[0])
-            if p != col:
-                A[[col, p]] = A[[p, col]]
-                rows[[col, p]] = rows[[p, col]]
-            A[col] = self.mul(self.inv(A[col, col]), A[col])
-            below = col + 1 + np.flatnonzero(A[col + 1:, col])
+                if stop_early:
+                    return None
+                continue
+            p = top + int(nz[0])
+            if p != top:
+                A[[top, p]] = A[[p, top]]
+                rows[[top, p]] = rows[[p, top]]
+            A[top] = self.mul(self.inv(A[top, col]), A[top])
+            below = top + 1 + np.flatnonzero(A[top + 1:, col])
             if below.size:
-                A[below] ^= self.mul(A[below, col][:, None], A[col][None, :])
-        return rows[:u]
+                A[below] ^= self.mul(A[below, col][:, None], A[top][None, :])
+            top += 1
+        if stop_early and top < u:
+            return None
+        return rows[:top]
+
+    def _independent_rows(self, M: np.ndarray) -> np.ndarray | None:
+        """Indices of ``u`` rows of ``M`` (``n x u``) forming an invertible matrix, or None."""
+        return self._pivot_rows(M, stop_early=True)
+
+    def rank(self, M: np.ndarray) -> int:
+        """Exact rank of ``M`` by Gaussian elimination."""
+        if M.size == 0:
+            return 0
+        rows = self._pivot_rows(M, stop_early=False)
+        assert rows is not None
+        return len(rows)
 
     def inverse(self, S: np.ndarray) -> np.ndarray:
         """Inverse of an invertible ``u x u`` matrix by Gauss-Jordan elimination."""
@@ -466,9 +496,23 @@ class LTCode:
 
         lt_kernels.warm_up()
 
-    def _solve(self, rows: Sequence[int] | np.ndarray, values: np.ndarray | None,
+    def _propagate(self, indptr: np.ndarray, indices: np.ndarray, coeffs: np.ndarray,
+                   Y: np.ndarray, peeled: _Peeled, reference: bool
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Step 2: ``(Z, T)`` (the numba kernel over float64, else numpy)."""
+        if self.field == "float64" and not reference:
+            from mpi_coded.codes import lt_kernels
+
+            return lt_kernels.propagate(indptr, indices, coeffs, self.m,
+                                        np.ascontiguousarray(Y, dtype=np.float64),
+                                        peeled.rows, peeled.cols, peeled.inactive,
+                                        peeled.used)
+        return _propagate_reference(arith(self.field), indptr, indices, coeffs, self.m, Y,
+                                    peeled)
+
+    def _solve(self, rows: Sequence[int] | np.ndarray, values: np.ndarray,
                inactivation: bool = True, reference: bool = False) -> np.ndarray | None:
-        """Steps 1-3 of the module docstring; ``values=None`` only checks decodability.
+        """Steps 1-3 of the module docstring: ``Z`` with ``Psi[rows] Z = values``, or None.
 
         Steps 1 and (over float64) 2 run in the numba kernels of
         :mod:`mpi_coded.codes.lt_kernels`; ``reference``: in numpy
@@ -483,19 +527,9 @@ class LTCode:
                                                            inactivation)
         if not peeled.complete:
             return None
-        Y = ar.zeros((n, 0)) if values is None else values
+        Y = values
         w, u = Y.shape[1], len(peeled.inactive)
-        if u == 0 and values is None:
-            return ar.zeros((self.m, 0))
-        if self.field == "float64" and not reference:
-            from mpi_coded.codes import lt_kernels
-
-            Z, T = lt_kernels.propagate(indptr, indices, coeffs, self.m,
-                                        np.ascontiguousarray(Y, dtype=np.float64),
-                                        peeled.rows, peeled.cols, peeled.inactive,
-                                        peeled.used)
-        else:
-            Z, T = _propagate_reference(ar, indptr, indices, coeffs, self.m, Y, peeled)
+        Z, T = self._propagate(indptr, indices, coeffs, Y, peeled, reference)
         if u == 0:
             return Z[:, :w]
         rest = np.flatnonzero(~peeled.used)
@@ -506,9 +540,38 @@ class LTCode:
             return None
         return ar.add(Z[:, :w], ar.matmul(np.ascontiguousarray(Z[:, w:]), z_inactive))
 
+    def deficit(self, rows: Sequence[int] | np.ndarray, inactivation: bool = True,
+                reference: bool = False) -> int:
+        """0 if the coded rows ``rows`` decode, else a lower bound ``d >= 1`` on how many
+        more rows they need (docs/theory.md (B.5)).
+
+        With inactivation the peeling leaves ``u`` inactive columns and the unused rows'
+        ``M`` (step 3), and ``rank Psi[rows] = (m - u) + rank M`` exactly (the used rows
+        are triangular on the resolved columns); a row raises the rank by at most one, so
+        ``d = u - rank M`` rows at least are missing.  Fewer than ``m`` rows: ``m - n``.
+        A column in no row (peeling stops): the number of such columns.  Plain peeling
+        (``inactivation=False``) gives no rank, only ``d = 1``.
+        """
+        indptr, indices, coeffs = self.sub(rows)
+        n = len(indptr) - 1
+        if n < self.m:
+            return self.m - n
+        peeled = (_peel_reference if reference else _peel)(indptr, indices, self.m,
+                                                           inactivation)
+        if not peeled.complete:
+            if not inactivation:
+                return 1
+            return max(1, self.m - int(np.unique(indices).size))
+        u = len(peeled.inactive)
+        if u == 0:
+            return 0
+        ar = arith(self.field)
+        _, T = self._propagate(indptr, indices, coeffs, ar.zeros((n, 0)), peeled, reference)
+        return u - ar.rank(T)
+
     def decodable(self, rows: Sequence[int] | np.ndarray, inactivation: bool = True) -> bool:
         """Whether the coded rows ``rows`` determine every source row (exact rank test)."""
-        return self._solve(rows, None, inactivation) is not None
+        return self.deficit(rows, inactivation) == 0
 
     def decode(self, rows: Sequence[int] | np.ndarray, values: np.ndarray,
                inactivation: bool = True) -> np.ndarray:
@@ -533,18 +596,70 @@ class LTCode:
     def rows_needed(self, order: Sequence[int] | np.ndarray | None = None,
                     inactivation: bool = True) -> int | None:
         """Smallest ``n`` such that the first ``n`` rows of ``order`` (default: all rows in
-        index order) decode; None if all of them do not (binary search: monotone in ``n``)."""
+        index order) decode; None if all of them do not (:func:`shortest_decoding_prefix`)."""
         seq = self._rows(order)
-        if not self.decodable(seq, inactivation):
+        cover = covering_prefix(self, [], seq)
+        if cover is None:
             return None
-        lo, hi = self.m - 1, len(seq)  # prefix lo fails, prefix hi decodes
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.decodable(seq[:mid], inactivation):
-                hi = mid
-            else:
-                lo = mid
-        return hi
+        return shortest_decoding_prefix(
+            lambda n: self.deficit(seq[:n], inactivation), max(cover, self.m), len(seq))
+
+
+def shortest_decoding_prefix(deficit: Callable[[int], int], start: int, end: int
+                             ) -> int | None:
+    """Smallest ``n`` in ``start..end`` with ``deficit(n) == 0``, or None.
+
+    ``deficit(n)`` is :meth:`LTCode.deficit` of a prefix of ``n`` rows of one sequence:
+    0 when the prefix decodes, else at least one and a lower bound on the rows it still
+    needs, so every ``n' < n + deficit(n)`` fails too and the search jumps there.  Rows
+    of an LT code mostly raise the rank by one each, so it usually ends in two checks
+    (where galloping and bisection took about eight).  Rows that add nothing (in the span
+    already) would make it walk one row at a time, so after two misses in a row the jumps
+    grow (1, 2, 4, ... rows beyond the bound) and an overshoot is bisected back: exact
+    either way, and never more than about twice galloping's checks.
+    """
+    if start > end:
+        return None
+    fails = start - 1  # every prefix up to this one fails
+    n, misses, found = start, 0, None
+    while n <= end:
+        d = deficit(n)
+        if d == 0:
+            found = n
+            break
+        fails = max(fails, n + d - 1)
+        misses += 1
+        n = fails + 1 + (0 if misses < 3 else (1 << (misses - 2)) - 1)
+        if n > end and fails < end:
+            n = end  # the last prefix decides whether any does
+    if found is None:
+        return None
+    while found - fails > 1:  # bisect an overshoot: fails < answer <= found
+        mid = (fails + found) // 2
+        d = deficit(mid)
+        if d == 0:
+            found = mid
+        else:
+            fails = max(fails, min(mid + d - 1, found - 1))
+    return found
+
+
+def covering_prefix(code: LTCode, known: Sequence[int] | np.ndarray,
+                    seq: Sequence[int] | np.ndarray) -> int | None:
+    """Smallest ``n`` such that the coded rows ``known`` and ``seq[:n]`` together touch every
+    source row (a column in no row: not decodable, whatever the rank of the rest); None
+    if all of ``seq`` does not.  A lower bound for :func:`shortest_decoding_prefix`."""
+    covered = np.zeros(code.m, dtype=bool)
+    covered[code.sub(known)[1]] = True
+    indptr, indices, _ = code.sub(seq)
+    n = len(indptr) - 1
+    first = np.full(code.m, n + 1, dtype=np.int64)
+    np.minimum.at(first, indices, np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr)))
+    need = first[~covered]
+    if need.size == 0:
+        return 0
+    last = int(need.max())
+    return None if last > n else last + 1
 
 
 def lt_code(m: int, r: int, field: str = "gf2^8", c: float = DEFAULT_C,

@@ -34,6 +34,7 @@ from mpi_coded.analysis.calibration.fitted import (
     Observation,
     features,
     fit,
+    median_model,
     phase_overhead,
     spread,
     summarize_runs,
@@ -58,6 +59,6 @@ from mpi_coded.codes.prices import KEYS
 __all__ = ["CONTENTION_TIMEOUT", "KEYS", "MAX_CONTENTION_PROCS", "MIXES", "OVER_PER_CORE",
            "READS", "VERSION", "CalibrationError", "Features", "FittedModel", "JobWork",
            "Measurement", "Observation", "cores_here", "features", "fit", "job_work", "load",
-           "measure", "measure_contention", "measure_report", "phase_overhead",
+           "measure", "measure_contention", "measure_report", "median_model", "phase_overhead",
            "phase_seconds", "predict_seconds", "runtime_field", "shared_wall", "slowdown",
            "spread", "summarize_runs", "write"]

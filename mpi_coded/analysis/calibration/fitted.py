@@ -193,6 +193,20 @@ class FittedModel:
                    training={k: dict(v) for k, v in d.get("training", {}).items()})
 
 
+def median_model(models: Sequence[FittedModel]) -> FittedModel:
+    """One model from the fits of independent runs: per kind the median multiplier, the
+    median map multiplier and overhead; ``cores`` and ``fixed`` of the first (the runs of
+    one machine and one procedure); no ``training``.  Used to carry a fit to a held-out
+    size (``scripts/bench_paper.py --fit``)."""
+    if not models:
+        raise ValueError("median_model of no models")
+    return FittedModel(
+        theta={k: float(np.median([m.theta.get(k, 1.0) for m in models])) for k in KIND_NAMES},
+        map=float(np.median([m.map for m in models])),
+        overhead_s=float(np.median([m.overhead_s for m in models])),
+        cores=models[0].cores, fixed=models[0].fixed)
+
+
 @dataclass(frozen=True)
 class Observation:
     """A training setting: its features and its measured phases (medians of its

@@ -134,40 +134,23 @@ def _finishers_decode(params: CodedParams, finished: frozenset[int]) -> bool:
 def unicast_count(params: CodedParams, known: Sequence[int], candidates: Sequence[int]) -> int:
     """Smallest ``n`` such that ``known`` plus ``candidates[:n]`` decode.
 
-    ``known`` and ``candidates`` are disjoint coded rows.  Decodability is
-    monotone in ``n`` (more rows never hurt), so: gallop up from the first ``n``
-    that can reach ``m`` rows, then bisect.  Raises ConfigError (``Q``) if all
-    candidates together do not decode.
+    ``known`` and ``candidates`` are disjoint coded rows.  Each check's rank deficit is a
+    lower bound on the rows still missing (:meth:`~mpi_coded.codes.lt.LTCode.deficit`),
+    so the search jumps by it from ``m - |known|`` or the first prefix that touches every
+    source row (:func:`~mpi_coded.codes.lt.covering_prefix`), whichever is later
+    (:func:`~mpi_coded.codes.lt.shortest_decoding_prefix`): exact, and about two checks
+    per reducer.  Raises ConfigError (``Q``) if all candidates together do not decode.
     """
     code = scheme_code(params)
     base = [int(x) for x in known]
     cand = [int(x) for x in candidates]
-
-    def ok(n: int) -> bool:
-        return len(base) + n >= code.m and code.decodable(base + cand[:n])
-
-    if ok(0):
-        return 0
-    lo = max(code.m - len(base) - 1, 0)  # a prefix of lo rows fails: too few rows, or lo = 0
-    if lo >= len(cand):
+    cover = lt.covering_prefix(code, base, cand)
+    n = None if cover is None else lt.shortest_decoding_prefix(
+        lambda k: code.deficit(base + cand[:k]), max(code.m - len(base), cover), len(cand))
+    if n is None:
         raise ConfigError("Q", "the finishers' coded rows do not decode (use mapend.map_end "
                           "to add extra servers)")
-    step = 1
-    while True:
-        hi = min(lo + step, len(cand))
-        if ok(hi):
-            break
-        if hi == len(cand):
-            raise ConfigError("Q", "the finishers' coded rows do not decode (use "
-                              "mapend.map_end to add extra servers)")
-        lo, step = hi, step * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return n
 
 
 def lt_unicasts(book: UnicastBook, idx: int, known: set[int]) -> tuple[list[int], list[int]]:
