@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -209,6 +210,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.merge:
         return merge(args.merge)
+    if args.base_table and not args.fit:
+        ap.error("--base-table: only with --fit (the fitted model's base prices)")
     try:
         Ts = [int(x) for x in args.T.split(",") if x.strip()]
     except ValueError:
@@ -220,7 +223,9 @@ def main() -> int:
     fitted = read_fit(args.fit) if args.fit else None
     base_path = args.base_table or (str(DEFAULT_BASE) if DEFAULT_BASE.is_file() else None)
     base = calibration.load(base_path) if fitted is not None and base_path else None
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # one invocation = one run of --merge: its start, to the microsecond, and the process
+    started = (f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime())}."
+               f"{int(time.time() * 1e6) % 1_000_000:06d}Z/{os.getpid()}")
 
     def table_now(when: str) -> dict:
         if fixed is not None:

@@ -742,7 +742,8 @@ def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, 
     plotting.measured_vs_model(ax, Ts, [meas[T] for T in Ts], [model[T] for T in Ts],
                                model_label="calibrated model")
     per = bench.get("scaled_summary", {}).get("per_T", {})  # a merge of independent runs
-    bars = {int(T): v["measured"] for T, v in per.items() if int(T) in meas}
+    bars = {int(T): v["measured"] for T, v in per.items()
+            if int(T) in meas and v["measured"].get("n", 0) >= 2}
     if bars:
         xs = sorted(bars)
         ax.errorbar(xs, [meas[T] for T in xs],

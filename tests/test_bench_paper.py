@@ -31,11 +31,11 @@ def _job(T: int, started: str, reps: list[tuple[float, float, float]], model: fl
 
 def _three_runs() -> list[dict]:
     lines = []
-    for i, slow in enumerate((1.0, 1.5, 1.1)):  # run 2 on a busier machine: maps 1.5x
+    for i, slow in enumerate((1.0, 1.5, 1.1)):  # runs 2 and 3 on a busier machine ...
         s = f"2026-12-01T1{i}:00:00Z"
         lines.append(_job(1, s, [(1.0 * slow, 20 * slow, 0.5 * slow)] * 3, 1.0))
         lines.append(_job(10, s, [(0.6 * slow, 20 * slow, 0.3 * slow)] * 3, 0.5))
-        lines.append(_job(100, s, [(0.3, 20 * slow, 0.15)] * 3, 0.25))
+        lines.append(_job(100, s, [(0.3, 20, 0.15)] * 3, 0.25))  # ... but not for T = 100
     return lines
 
 
@@ -45,10 +45,13 @@ def test_an_invocation_is_one_run_of_the_summary(bp) -> None:
     assert run["ratio_measured"]["10"] == pytest.approx(0.6)
     assert run["ratio_model"]["10"] == pytest.approx(0.5)  # the table model's
     assert run["ratio_fitted_model"] == pytest.approx({"10": 1.0, "100": 0.5})
-    # run 2: T = 100 did not slow down although its map did: normalized by the run's
-    # median map (30 s), its encode + reduce 0.45 s counts 0.45 x 30/30, unified 2.25 x 1
+    # run 2: T = 100 ran in a quiet minute (map 20 s), unified in a busy one (30 s): as
+    # measured 0.45 / 2.25; each repetition at the run's median map (30 s), T = 100's
+    # 0.45 s counts 0.45 x 30/20 and unified's 2.25 x 30/30, the ratio of the work: 0.3
     assert run["ratio_measured"]["100"] == pytest.approx(0.45 / 2.25)
+    assert run["reps_normalized"]["100"] == pytest.approx([0.675] * 3)
     assert run["reps_normalized"]["1"] == pytest.approx([2.25] * 3)
+    assert run["ratio_measured_normalized"] == pytest.approx({"10": 0.6, "100": 0.3})
 
 
 def test_merge_prints_the_runs_medians_and_spread(bp, tmp_path, capsys) -> None:
@@ -65,6 +68,9 @@ def test_merge_prints_the_runs_medians_and_spread(bp, tmp_path, capsys) -> None:
     fit = out["paper_summary_fitted"]["per_T"]
     assert fit["10"]["model"]["median"] == pytest.approx(1.0)
     assert not fit["100"]["within"]  # 0.5 against a measured 0.27
+    norm = out["paper_summary_normalized"]["per_T"]["100"]
+    assert norm["measured_per_run"] == pytest.approx([0.3, 0.3, 0.3])
+    assert norm["model_over_measured"] == pytest.approx(0.25 / 0.3)
     assert "paper_summary_normalized_fitted" in out
 
 

@@ -185,14 +185,15 @@ def test_load_normalized() -> None:
 
 def test_median_model_takes_each_multiplier_s_median() -> None:
     fits = [fitted.FittedModel(theta={"fft_encode": a, "python": b}, map=mp, overhead_s=o,
-                               cores=2, fixed=("scalar",))
-            for a, b, mp, o in ((0.4, 7.5, 0.8, 0.004), (0.6, 2.0, 0.9, 0.007),
-                                (0.5, 5.5, 1.3, 0.001))]
+                               cores=c, fixed=f)
+            for a, b, mp, o, c, f in ((0.4, 7.5, 0.8, 0.004, 2, ("scalar",)),
+                                      (0.6, 2.0, 0.9, 0.007, 4, ()),
+                                      (0.5, 5.5, 1.3, 0.001, 4, ()))]
     m = fitted.median_model(fits)
     assert m.theta["fft_encode"] == pytest.approx(0.5)
     assert m.theta["python"] == pytest.approx(5.5)
     assert m.theta["product"] == 1.0  # missing in every fit: 1
     assert m.map == pytest.approx(0.9) and m.overhead_s == pytest.approx(0.004)
-    assert m.cores == 2 and m.fixed == ("scalar",)
+    assert m.cores == 2 and m.fixed == ("scalar",)  # the first fit's
     with pytest.raises(ValueError, match="no models"):
         fitted.median_model([])

@@ -295,3 +295,29 @@ def test_all_q_sets_of_a_small_code():
         res = replay_order(pl, order, F, seed=i)
         assert res.max_error == 0
         assert res.plan.load >= Fraction(7, 20)
+
+
+@pytest.mark.parametrize("field", ["gf2^8", "float64"])
+def test_unicast_count_is_the_shortest_decoding_run(field):
+    # against a linear scan of the same prefixes: known rows alone, too few of them, the
+    # candidates in shuffled order, and candidates that do not suffice
+    from mpi_coded.coded.schemes.lt import unicast_count
+
+    p = lt_params(K=6, q=4, mu="1/2", eta=10, field=field)
+    code = scheme_code(p)
+    rng = np.random.default_rng(11)
+    seen = set()
+    for _ in range(12):
+        perm = [int(x) for x in rng.permutation(code.r)]
+        k = int(rng.integers(0, code.m + 20))
+        known, cand = perm[:k], perm[k:]
+        first = next((n for n in range(len(cand) + 1)
+                      if k + n >= code.m and code.decodable(known + cand[:n])), None)
+        assert first is not None
+        assert unicast_count(p, known, cand) == first
+        seen.add("zero" if first == 0 else "some")
+    assert seen == {"zero", "some"}
+    with pytest.raises(ConfigError, match="do not decode"):
+        unicast_count(p, [], list(range(code.m - 1)))
+    with pytest.raises(ConfigError, match="do not decode"):
+        unicast_count(p, [], [])
