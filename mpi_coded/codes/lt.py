@@ -614,8 +614,8 @@ def shortest_decoding_prefix(deficit: Callable[[int], int], start: int, end: int
     needs, so every ``n' < n + deficit(n)`` fails too and the search jumps there.  Rows
     of an LT code mostly raise the rank by one each, so it usually ends in two checks
     (where galloping and bisection took about eight).  Rows that add nothing (in the span
-    already) would make it walk one row at a time, so after two misses in a row the jumps
-    grow (1, 2, 4, ... rows beyond the bound) and an overshoot is bisected back: exact
+    already) would make it walk one row at a time, so from the third miss in a row the jumps
+    go 1, 3, 7, 15, ... rows beyond the bound and an overshoot is bisected back: exact
     either way, and never more than about twice galloping's checks.
     """
     if start > end:
