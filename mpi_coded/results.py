@@ -848,6 +848,11 @@ class CodedRun(WithLinks, CodedRecord):
     server_map: dict[str, CodedServerMap] = _dict()
     server_shuffle_s: dict[str, float] = _dict()
     server_plan_s: dict[str, float] = _dict()
+    server_groups_created: dict[str, int] = _dict()
+    """``bcast``: group communicators each finisher created in this shuffle (0 for every
+    repetition when the servers created every group at setup)."""
+    server_groups_s: dict[str, float] = _dict()
+    """``bcast``: seconds each finisher spent creating them (inside its ``shuffle_s``)."""
     server_decode_s: dict[str, float] = _dict()
     unresponsive: list[int] = _list()
     """Servers whose map report did not come within the grace period."""

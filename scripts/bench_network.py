@@ -252,6 +252,7 @@ def summarise_coded(runs: Sequence[Mapping[str, Any]], multicast: str, net: nm.N
     models = [coded_model(r, multicast, net, fit) for r in runs]
     meas = [float(r["shuffle_s"]) for r in runs]
     plan = [max(r.get("server_plan_s", {}).values(), default=0.0) for r in runs]
+    groups = [max(r.get("server_groups_s", {}).values(), default=0.0) for r in runs]
     transfer = [server_transfer(r) for r in runs]
     mod = [m["shuffle_s"] for m in models]
     link = [m["shuffle_link_s"] for m in models]
@@ -262,7 +263,8 @@ def summarise_coded(runs: Sequence[Mapping[str, Any]], multicast: str, net: nm.N
            "shuffle_link_model_s": median(link),
            "shuffle_measured_over_link_model": (median(meas) / median(link)
                                                 if median(link) else None),
-           "plan_s": median(plan), "transfer_s": median(transfer),
+           "plan_s": median(plan), "groups_s": median(groups),
+           "transfer_s": median(transfer),
            "transfer_iqr": iqr(transfer),
            "transfer_measured_over_model": (median(transfer) / median(wire)
                                             if median(wire) else None),

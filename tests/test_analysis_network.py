@@ -29,15 +29,18 @@ def job(scheme, K, q, mu, m, N, T=1, field="gf2^8"):
 
 
 def independent_count(plan, item, mode):
-    """Per rank ``[sent bytes, received bytes, sent messages, received messages]``, counted
+    """Per rank ``[sent bytes, received bytes, sent messages, received messages, sent
+    copies, received copies]`` (every message here carries one payload), counted
     from the plan's messages here (p2p: a header and a payload to every receiver; bcast:
     every receiver gets the payload once, no header; the binomial parent written out as
     MPICH computes it: the lowest set bit of the relative rank)."""
-    acc = defaultdict(lambda: [0, 0, 0, 0])
+    acc = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
 
     def edge(src, dst, nbytes, msgs):
         acc[src + 1][0] += nbytes
         acc[src + 1][2] += msgs
+        acc[src + 1][4] += 1
+        acc[dst + 1][5] += 1
         acc[dst + 1][1] += nbytes
         acc[dst + 1][3] += msgs
 
@@ -152,8 +155,8 @@ def test_messages_inside_one_host_are_not_on_the_network():
     t.message(2, 3, 100, 1)
     net = nw.make_network(4, "8000bit", ranks_per_host=2)  # host1: 0, 1; host2: 2, 3
     cost = nw.phase_seconds(t, net)
-    assert cost.hosts["host1"] == nw.HostTraffic(H + 100, 0, 2, 0)
-    assert cost.hosts["host2"] == nw.HostTraffic(0, H + 100, 0, 2)
+    assert cost.hosts["host1"] == nw.HostTraffic(H + 100, 0, 2, 0, 1, 0)
+    assert cost.hosts["host2"] == nw.HostTraffic(0, H + 100, 0, 2, 0, 1)
     assert cost.network_bytes == H + 100 and cost.total_bytes == 2 * (H + 100)
     assert cost.seconds == pytest.approx(8 * (H + 100) / 8000)
 
@@ -179,7 +182,8 @@ def test_uc_k3_by_hand():
     plan = nw.model_plan(pl)
     for mode in nw.MULTICAST_MODES:
         per = nw.shuffle_traffic(plan, 1, mode).by_rank()
-        assert per == {r: nw.HostTraffic(2 * (H + 2), 2 * (H + 2), 4, 4) for r in (1, 2, 3)}
+        assert per == {r: nw.HostTraffic(2 * (H + 2), 2 * (H + 2), 4, 4, 2, 2)
+                       for r in (1, 2, 3)}
 
 
 def test_cmr_k3_by_hand():
@@ -189,9 +193,10 @@ def test_cmr_k3_by_hand():
     plan = nw.model_plan(pl)
     assert len(plan.multicasts) == 3 and not plan.unicasts
     assert nw.shuffle_traffic(plan, 1, "p2p").by_rank() == {
-        r: nw.HostTraffic(2 * (H + 1), 2 * (H + 1), 4, 4) for r in (1, 2, 3)}
+        r: nw.HostTraffic(2 * (H + 1), 2 * (H + 1), 4, 4, 2, 2) for r in (1, 2, 3)}
+    # bcast: no headers, half the MPI messages, the same copies
     assert nw.shuffle_traffic(plan, 1, "bcast").by_rank() == {
-        r: nw.HostTraffic(2, 2, 2, 2) for r in (1, 2, 3)}
+        r: nw.HostTraffic(2, 2, 2, 2, 2, 2) for r in (1, 2, 3)}
 
 
 def test_cmr_k4_group_of_four_forwards_along_the_binomial_tree():
@@ -203,7 +208,7 @@ def test_cmr_k4_group_of_four_forwards_along_the_binomial_tree():
     assert {len(mc.receivers) for mc in plan.multicasts} == {3}
     L = plan.multicasts[0].length
     tree = nw.shuffle_traffic(plan, 8, "bcast")
-    assert tree.by_rank() == {r: nw.HostTraffic(3 * 8 * L, 3 * 8 * L, 3, 3)
+    assert tree.by_rank() == {r: nw.HostTraffic(3 * 8 * L, 3 * 8 * L, 3, 3, 3, 3)
                               for r in (1, 2, 3, 4)}
     # server 0's multicast: 0 -> 1, 0 -> 2 and server 2 forwards to 3 (relative rank 2);
     # server 2's: 2 -> 3, 2 -> 0 and 0 forwards to 1.  So 2 -> 3 carries two payloads
@@ -211,7 +216,7 @@ def test_cmr_k4_group_of_four_forwards_along_the_binomial_tree():
     assert tree.edges[(3, 4)] == [2 * 8 * L, 2]
     assert (4, 3) not in tree.edges and tree.edges[(2, 3)] == [2 * 8 * L, 2]
     assert nw.shuffle_traffic(plan, 8, "bcast", "linear").by_rank() == {
-        r: nw.HostTraffic(3 * 8 * L, 3 * 8 * L, 3, 3) for r in (1, 2, 3, 4)}
+        r: nw.HostTraffic(3 * 8 * L, 3 * 8 * L, 3, 3, 3, 3) for r in (1, 2, 3, 4)}
 
 
 @pytest.mark.parametrize("scheme,K,q,mu,m,N,T", [
@@ -279,7 +284,7 @@ def test_gather_sends_every_output_to_the_master_and_distribution_nothing():
     cn = nw.coded_network(pl, net)
     g = cn.phases["gather"]
     w = 12 // 4
-    assert g.hosts["master"] == nw.HostTraffic(0, 4 * (H + 20 * w), 0, 8)  # gf2^8
+    assert g.hosts["master"] == nw.HostTraffic(0, 4 * (H + 20 * w), 0, 8, 0, 4)  # gf2^8
     assert g.seconds == pytest.approx(8 * 4 * (H + 20 * w) / 1e6)
     assert cn.phases["distribution"].seconds == 0 and not cn.phases["distribution"].hosts
 

@@ -69,7 +69,9 @@ def test_the_fitted_seconds_are_the_overhead_plus_the_larger_scaled_term():
     cost = nw.coded_network(build_placement(p), net).phases["shuffle"]
     host, fab, n = terms(cost)
     assert host == max(cost.host_seconds.values()) and fab == cost.fabric_seconds
-    assert n == max(max(t.sent_messages, t.recv_messages) for t in cost.hosts.values()) > 0
+    # n_max counts payload copies: cmr p2p sends header + payload, two messages a copy
+    assert n == max(max(t.sent_copies, t.recv_copies) for t in cost.hosts.values()) > 0
+    assert 2 * n == max(max(t.sent_messages, t.recv_messages) for t in cost.hosts.values())
     fit = ShuffleFit(host_scale=1.5, fabric_scale=2.0, overhead_s=0.01, message_s=1e-4)
     assert fit.seconds(cost) == pytest.approx(0.01 + max(1.5 * host, 2.0 * fab) + 1e-4 * n)
     # no traffic: no shuffle, no overhead
@@ -113,7 +115,7 @@ def test_model_prices_the_fitted_shuffle_when_the_calibration_has_one(capsys, tm
     net = json.loads(capsys.readouterr().out)["network"]
     sh = net["phases"]["shuffle"]
     host = max(h["seconds"] for h in sh["hosts"].values())
-    n = max(max(h["sent_messages"], h["recv_messages"]) for h in sh["hosts"].values())
+    n = max(max(h["sent_copies"], h["recv_copies"]) for h in sh["hosts"].values())
     want = 0.02 + max(1.5 * host, 1.25 * sh["fabric_seconds"]) + 1e-4 * n
     assert net["shuffle_fitted"]["seconds"] == pytest.approx(want)
     assert net["shuffle_fitted"]["fit"] == fit.to_dict()

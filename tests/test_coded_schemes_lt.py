@@ -321,3 +321,68 @@ def test_unicast_count_is_the_shortest_decoding_run(field):
         unicast_count(p, [], list(range(code.m - 1)))
     with pytest.raises(ConfigError, match="do not decode"):
         unicast_count(p, [], [])
+
+
+# --- the master's search carried by MAP_END (MapEnd.unicast_rows) ---------------------------
+
+
+@pytest.mark.parametrize("field", ["gf2^8", "float64"])
+def test_settled_end_gives_the_same_plan_without_a_search(field, monkeypatch):
+    # the counts the master finds once give every finisher the plan it would have found,
+    # and a plan built from them runs no decodability search at all
+    from mpi_coded.coded import shuffle
+    from mpi_coded.coded.schemes import lt as lt_scheme
+
+    p = lt_params(K=6, q=4, mu="1/2", eta=10, N=8, field=field)
+    pl = build_placement(p)
+    settled = []
+    for order in orders(6, 6, seed=5):
+        end = map_end(pl, order)
+        s = shuffle.settled_end(pl, end)
+        assert (s.Q, s.extra) == (end.Q, end.extra) and len(s.unicast_rows) == len(end.Q)
+        settled.append((s, shuffle.shuffle_plan(pl, end)))
+    assert any(sum(s.unicast_rows) > 0 for s, _ in settled)
+    monkeypatch.setattr(lt_scheme, "unicast_count",
+                        lambda *a: pytest.fail("a settled end must not search"))
+    for s, searched in settled:
+        assert shuffle.settled_end(pl, s) is s
+        plan = shuffle.shuffle_plan(pl, s)
+        assert plan == searched
+        assert tuple(len(r.unicast_rows) for r in plan.reducers) == s.unicast_rows
+
+
+def test_settled_counts_are_the_ones_used():
+    # one count short: the plan follows it and the reducer cannot decode (never a guess);
+    # too many, or the wrong number of counts: the argument is named
+    from mpi_coded.coded.shuffle import settled_end
+
+    p = lt_params(eta=40, N=12)
+    pl = build_placement(p)
+    F = get_field("gf2^8")
+    A, X = random_instance(pl, F, 5)
+    end = settled_end(pl, map_end(pl, [2, 0, 5, 3, 1, 4]))
+    assert replay(pl, shuffle_plan(pl, end), F, A, X).max_error == 0
+    i = next(i for i, c in enumerate(end.unicast_rows) if c > 0)
+    short = list(end.unicast_rows)
+    short[i] -= 1
+    with pytest.raises(NotDecodable):
+        replay(pl, shuffle_plan(pl, dataclasses.replace(end, unicast_rows=tuple(short))),
+               F, A, X)
+    for bad in ((1,), tuple(-1 for _ in end.Q)):
+        with pytest.raises(ConfigError, match="unicast_rows"):
+            shuffle_plan(pl, dataclasses.replace(end, unicast_rows=bad))
+    with pytest.raises(ConfigError, match="unicast_rows.*candidate rows"):
+        shuffle_plan(pl, dataclasses.replace(end, unicast_rows=(10**6,) * len(end.Q)))
+
+
+def test_schemes_without_a_search_settle_to_the_same_end():
+    from mpi_coded.coded.shuffle import settled_end
+
+    for name in ("uc", "cmr", "unified", "bdc"):
+        spec = get_scheme(name)
+        assert not spec.searches_unicasts
+    assert get_scheme("lt").searches_unicasts
+    p = coded_params("unified", 6, 4, "1/2", rows_per_batch=10, n=3, N=8, field="gf2^8")
+    pl = build_placement(p)
+    end = map_end(pl, [0, 1, 2, 3, 4, 5])
+    assert settled_end(pl, end) is end

@@ -10,6 +10,7 @@ group; its loads, outputs and ``bytes_on_wire`` must be those of ``p2p``.
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,10 @@ def test_k24_job_verifies_with_the_analytic_load(tmp_path: Path, mode: str) -> N
         mc, uc, wire = plan_values(K24, 24, r)
         assert (r["multicast_values"], r["unicast_values"], r["bytes_on_wire"]) == \
             (mc, uc, wire)
+    # 253 groups a server over every Q (> BCAST_SETUP_GROUPS): the first shuffle creates
+    # its Q's, each finisher C(11, 2) = 55 of them; p2p creates none
+    made = recs[0]["server_groups_created"]
+    assert set(made.values()) == ({55} if mode == "bcast" else {0})
 
 
 SMALL = {
@@ -119,6 +124,9 @@ def test_bcast_sends_what_p2p_sends(tmp_path: Path, scheme: str) -> None:
             assert (r["multicast_values"], r["unicast_values"], r["bytes_on_wire"]) == \
                 (mc, uc, wire)
             assert mc > 0
+            # K = 6: every group of every Q was created at setup, none in a shuffle
+            assert set(r["server_groups_created"].values()) == {0}
+            assert all(v == 0.0 for v in r["server_groups_s"].values())
         got[mode] = {(tuple(r["Q"]), tuple(r["extra"])): (
             r["load_measured_exact"], r["multicast_values"], r["unicast_values"],
             r["bytes_on_wire"]) for r in recs}
@@ -151,3 +159,22 @@ def test_bcast_group_bound_is_checked() -> None:
     with pytest.raises(ConfigError, match="group communicators per server"):
         load_job(None, {"scheme": "unified", "K": 20, "q": 18, "mu": "1/3",
                         "rows_per_batch": 1, "n": 4, "N": 18, "multicast": "bcast"})
+
+
+def test_groups_over_every_q_decide_setup_creation() -> None:
+    # sum_j C(K-1, j) over the plan's levels: K = 9, mu q = 2 (the network bench) and
+    # K = 6 (the small bcast jobs) are created at setup, K = 24 and K = 18 in the shuffles
+    from mpi_coded.coded.job import BCAST_SETUP_GROUPS, bcast_groups_any_q, multicast_levels
+
+    def params(K, q, mu, scheme="unified"):
+        return load_job(None, {"scheme": scheme, "K": K, "q": q, "mu": mu,
+                               "rows_per_batch": 1, "n": 4, "N": 2 * q * K,
+                               "multicast": "bcast"}).params
+
+    p = params(9, 6, "1/3")
+    assert multicast_levels(p) == (2,) and bcast_groups_any_q(p) == 28 <= BCAST_SETUP_GROUPS
+    p = params(18, 12, "1/3")
+    assert bcast_groups_any_q(p) == sum(math.comb(17, j) for j in multicast_levels(p))
+    assert bcast_groups_any_q(p) > BCAST_SETUP_GROUPS
+    p = params(24, 12, "1/6")
+    assert bcast_groups_any_q(p) == 253 > BCAST_SETUP_GROUPS  # C(23, 2)

@@ -124,7 +124,8 @@ def test_the_runtime_builds_a_repetition_line_from_its_measurements():
                  "rows": 20.0, "stopped": 0.0, "peak_rss_mb": 55.0} for s in (4, 5, 0, 2)}
     r.finished, r.end = list(r.map), end
     per = {"multicast_values": plan.multicast_values / 4, "unicast_values":
-           plan.unicast_values / 4, "bytes_sent": 60.0, "plan_s": 0.01, "shuffle_s": 0.2}
+           plan.unicast_values / 4, "bytes_sent": 60.0, "plan_s": 0.01, "shuffle_s": 0.2,
+           "groups_created": 3.0, "groups_s": 0.004}
     r.shuffle = {s: {**per, "peak_rss_mb": 70.0} for s in end.finishers}
     r.reduce = {s: {"decode_s": 0.03, "decoder": 0.0, "peak_rss_mb": 1e6} for s in end.Q}
     r.unresponsive = [1, 3]
@@ -141,6 +142,9 @@ def test_the_runtime_builds_a_repetition_line_from_its_measurements():
                                                   rows_done=20, rows=20, stopped=False)
     assert isinstance(line.server_map["4"].rows, int)
     assert line.server_decoder == {str(s): "none" for s in end.Q}
+    assert line.server_groups_created == {str(s): 3 for s in end.finishers}
+    assert line.server_groups_s == {str(s): 0.004 for s in end.finishers}
+    assert isinstance(line.server_groups_created["4"], int)
     assert_same(CodedRun.from_record(json.loads(json.dumps(line.to_dict()))), line)
     summary = lines.summary_line(2, True, [1.0, 2.0])
     assert summary == CodedSummary(reps=2, all_verified=True, mean_total_s=1.5)

@@ -217,6 +217,10 @@ class HostTraffic:
     recv_bytes: int = 0
     sent_messages: int = 0
     recv_messages: int = 0
+    sent_copies: int = 0
+    """Payloads sent: a runtime message's header and payload are one copy, so is one
+    edge of a broadcast tree (a header alone is none)."""
+    recv_copies: int = 0
 
     def seconds(self, rate: float, alpha: float = 0.0, efficiency: float = 1.0) -> float:
         """``max(8 S / (e rate) + n_S alpha, 8 R / (e rate) + n_R alpha)`` (full duplex)."""
@@ -227,28 +231,33 @@ class HostTraffic:
 
 @dataclass
 class Traffic:
-    """Messages between ranks: ``edges[(src, dst)] = [bytes, messages]``."""
+    """Messages between ranks: ``edges[(src, dst)] = [bytes, messages]``, and
+    ``copies[(src, dst)]`` the payloads among them (:attr:`HostTraffic.sent_copies`)."""
 
     edges: dict[tuple[int, int], list[int]] = field(
         default_factory=lambda: defaultdict(lambda: [0, 0]))
+    copies: dict[tuple[int, int], int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, src: int, dst: int, nbytes: int, messages: int = 1) -> None:
+    def add(self, src: int, dst: int, nbytes: int, messages: int = 1, copies: int = 0
+            ) -> None:
         e = self.edges[(src, dst)]
         e[0] += int(nbytes)
         e[1] += int(messages)
+        if copies:
+            self.copies[(src, dst)] += int(copies)
 
     def message(self, src: int, dst: int, values: int | None, itemsize: int) -> None:
         """One runtime message: a header, and a payload of ``values`` unless None."""
         if values is None:
             self.add(src, dst, HEADER_BYTES, 1)
         else:
-            self.add(src, dst, HEADER_BYTES + values * itemsize, 2)
+            self.add(src, dst, HEADER_BYTES + values * itemsize, 2, copies=1)
 
     def merged(self, other: Traffic) -> Traffic:
         out = Traffic()
         for t in (self, other):
             for (s, d), (b, n) in t.edges.items():
-                out.add(s, d, b, n)
+                out.add(s, d, b, n, t.copies.get((s, d), 0))
         return out
 
     @property
@@ -270,15 +279,18 @@ class Traffic:
                           net.host_of[d])
 
     def _fold(self, where: Any, local: Any) -> dict[int, HostTraffic]:
-        acc: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        acc: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
         for (s, d), (b, n) in self.edges.items():
             if local(s, d):
                 continue
             a, z = acc[where(s)], acc[where(d)]
+            c = self.copies.get((s, d), 0)
             a[0] += b
             a[2] += n
+            a[4] += c
             z[1] += b
             z[3] += n
+            z[5] += c
         return {h: HostTraffic(*v) for h, v in sorted(acc.items())}
 
 
@@ -304,6 +316,8 @@ class PhaseCost:
                 "hosts": {n: {"sent_bytes": t.sent_bytes, "recv_bytes": t.recv_bytes,
                               "sent_messages": t.sent_messages,
                               "recv_messages": t.recv_messages,
+                              "sent_copies": t.sent_copies,
+                              "recv_copies": t.recv_copies,
                               "seconds": self.host_seconds[n]}
                           for n, t in self.hosts.items()}}
 
@@ -374,7 +388,8 @@ def shuffle_traffic(plan: ShufflePlan, itemsize: int, multicast: str = "p2p",
             continue
         root = mc.group.index(mc.sender)
         for a, b in bcast_edges(len(mc.group), root, bcast_tree):
-            t.add(rank_of(mc.group[a]), rank_of(mc.group[b]), mc.length * itemsize, 1)
+            t.add(rank_of(mc.group[a]), rank_of(mc.group[b]), mc.length * itemsize, 1,
+                  copies=1)
     for u in plan.unicasts:
         t.message(rank_of(u.sender), rank_of(u.receiver), u.size, itemsize)
     return t

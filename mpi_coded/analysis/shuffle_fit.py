@@ -13,7 +13,9 @@ few short training runs of the job itself, then checks them on held-out schemes 
     T_shuffle = o + max( s_host max_h t_h,  s_fabric 8 B / fabric ) + beta n_max
 
 * ``t_h`` and ``8 B / fabric``: the two terms of (B.7) on the calibrated network;
-  ``n_max``: the most messages one host sends or receives in the plan;
+  ``n_max``: the most payload copies one host sends or receives in the plan
+  (:attr:`~mpi_coded.analysis.network.HostTraffic.sent_copies`: a point-to-point
+  message's header and payload are one copy, one edge of a broadcast tree is one);
 * ``s_fabric`` and ``beta`` (seconds per message, >= 0): least squares over the
   fabric-limited training cases (those whose fabric term is the larger) of their measured
   transfer against ``(8 B / fabric, n_max)``, identified when two of them differ in
@@ -24,9 +26,12 @@ few short training runs of the job itself, then checks them on held-out schemes 
 * ``o``: the median over the training cases of the master-observed shuffle minus its
   slowest server's own transfer (the plan, the packing, the orders): *measured*, not fitted.
 
-``beta`` is the CPU a message costs beyond the link's ``alpha`` when every rank shares the
+``beta`` is the CPU a copy costs beyond the link's ``alpha`` when every rank shares the
 machine's cores: about zero where the links bound the shuffle (100 Mbit/s here), hundreds
-of microseconds where the CPUs do (1 Gbit/s on 2 cores).
+of microseconds where the CPUs do (1 Gbit/s on 2 cores).  It is counted per copy, not per
+MPI message: counted per message, a broadcast edge (no header) cost half a point-to-point
+copy and the model put cmr's bcast shuffle at 1 Gbit/s 12-19% below its p2p one, while
+measured the two took the same time within the runs' spread (docs/benchmarks.md).
 
 The measured transfer is the slowest finisher's ``shuffle_s`` (``server_shuffle_s``: from
 the plan's end to its last receive); the master's ``shuffle_s`` is the whole phase.
@@ -57,7 +62,7 @@ class TrainingCase:
     fabric_s: float  # 8 B / fabric (0: no fabric)
     transfer_s: float  # the slowest finisher's transfer, measured
     overhead_s: float  # the master's shuffle minus that, measured
-    messages: float = 0.0  # n_max: the most messages one host sends or receives
+    messages: float = 0.0  # n_max: the most payload copies one host sends or receives
 
     @property
     def fabric_limited(self) -> bool:
@@ -65,8 +70,9 @@ class TrainingCase:
 
 
 def terms(cost: PhaseCost) -> tuple[float, float, int]:
-    """``(max_h t_h, 8 B / fabric, n_max)`` of a priced phase (0 for a missing fabric)."""
-    n = max((max(t.sent_messages, t.recv_messages) for t in cost.hosts.values()), default=0)
+    """``(max_h t_h, 8 B / fabric, n_max)`` of a priced phase (0 for a missing fabric;
+    ``n_max`` in payload copies)."""
+    n = max((max(t.sent_copies, t.recv_copies) for t in cost.hosts.values()), default=0)
     return max(cost.host_seconds.values(), default=0.0), cost.fabric_seconds or 0.0, n
 
 

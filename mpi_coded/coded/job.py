@@ -51,6 +51,11 @@ PARAM_KEYS = ("scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field"
 RUN_KEYS = ("straggler", "t_row", "speeds", "chunks", "seed", "reps", "timeout_s",
             "assignment", "wait", "multicast")
 MULTICAST_MODES = ("p2p", "bcast")
+BCAST_SETUP_GROUPS = 128
+"""Under ``bcast``, a server that belongs to at most this many groups over every ``Q``
+(:func:`bcast_groups_any_q`; K = 9, mu q = 2: 28) creates them all at setup, and no
+shuffle then creates a communicator; beyond it, each shuffle creates its ``Q``'s missing
+groups (``runtime/coded/transfer.py``)."""
 BCAST_MAX_GROUPS = 1000
 """Most group communicators a server may need for one ``Q`` under ``bcast``.  MPICH gives a
 process 2,046 communicators beyond its own (measured: ``Create_group`` fails after 2,046
@@ -154,6 +159,12 @@ def multicast_levels(p: CodedParams) -> tuple[int, ...]:
 def bcast_groups_per_server(p: CodedParams) -> int:
     """Upper bound on the multicast groups of one server for one ``Q``: ``sum_j C(q-1, j)``."""
     return sum(math.comb(p.wait_for - 1, j) for j in multicast_levels(p))
+
+
+def bcast_groups_any_q(p: CodedParams) -> int:
+    """The multicast groups one server belongs to over every possible ``Q``:
+    ``sum_j C(K-1, j)`` (uc and cmr: ``Q`` is every server, so their one ``Q``'s count)."""
+    return sum(math.comb(p.K - 1, j) for j in multicast_levels(p))
 
 
 def check_bcast(p: CodedParams) -> None:

@@ -35,6 +35,11 @@ class MapEnd:
 
     Q: tuple[int, ...]
     extra: tuple[int, ...] = ()
+    unicast_rows: tuple[int, ...] = ()
+    """Rows each reducer of ``Q`` receives by unicast, when the scheme finds that number by
+    a search (lt): the master searches once (:func:`mpi_coded.coded.shuffle.settled_end`)
+    and ``MAP_END`` carries the counts, so the finishers derive the same plan without
+    repeating it.  Empty: every deriver counts for itself (the default)."""
 
     @property
     def finishers(self) -> tuple[int, ...]:

@@ -50,7 +50,9 @@ visited cyclically from the same start batch, slots in order; the reducer
 receives the shortest prefix of them that makes ``R`` decodable
 (:func:`~mpi_coded.coded.schemes.lt.unicast_count`), each batch's rows from one
 holder chosen as above.  Its ``decode_rows`` are ``R`` plus those rows (all it
-holds; the LT decoder uses every row).
+holds; the LT decoder uses every row).  The master runs that search once
+(:func:`settled_end`) and ``MAP_END`` carries each reducer's count
+(``MapEnd.unicast_rows``): the finishers build the same plan from the counts.
 
 Strategy: the analytic strategy of the unified formula at the scheme's
 effective parameters (:meth:`Scheme.reference_load
@@ -66,7 +68,7 @@ import itertools
 import weakref
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -319,17 +321,36 @@ def shuffle_plan(placement: Placement, end: MapEnd | Sequence[int],
     """
     if not isinstance(end, MapEnd):
         end = MapEnd(tuple(int(s) for s in end))
-    Q, extra = tuple(end.Q), tuple(end.extra)
+    Q, extra, counts = tuple(end.Q), tuple(end.extra), tuple(end.unicast_rows)
     _check_q(placement, Q, extra)
+    require(not counts or (len(counts) == len(Q) and all(c >= 0 for c in counts)),
+            "unicast_rows", f"must give one count >= 0 for each of the {len(Q)} reducers",
+            list(counts))
     require(strategy in (None, 1, 2), "strategy", "must be 1 or 2", strategy)
     ul = analytic_load(placement)
     if strategy is not None:
-        return _build(placement, Q, extra, ul, strategy)
+        return _build(placement, Q, extra, ul, strategy, counts)
     if not placement.params.spec.compares_strategies:
-        return _build(placement, Q, extra, ul, ul.strategy)
-    one = _build(placement, Q, extra, ul, 1)
-    two = _build(placement, Q, extra, ul, 2)
+        return _build(placement, Q, extra, ul, ul.strategy, counts)
+    one = _build(placement, Q, extra, ul, 1, counts)
+    two = _build(placement, Q, extra, ul, 2, counts)
     return two if two.values < one.values else one
+
+
+def settled_end(placement: Placement, end: MapEnd) -> MapEnd:
+    """``end`` with each reducer's unicast row count (``MapEnd.unicast_rows``) when the
+    scheme finds it by a search (lt, :attr:`Scheme.searches_unicasts
+    <mpi_coded.coded.schemes.base.Scheme.searches_unicasts>`); else ``end`` itself.
+
+    The master calls it once at the map end and ``MAP_END`` carries the counts: every
+    finisher derives the whole plan, and ``g`` searches at once on shared cores took
+    several times one search (lt's plan at 1 Gbit/s, docs/benchmarks.md).  The plan
+    built from the settled end is the plan built from ``end``.
+    """
+    if end.unicast_rows or not placement.params.spec.searches_unicasts:
+        return end
+    plan = shuffle_plan(placement, end)
+    return replace(end, unicast_rows=tuple(len(r.unicast_rows) for r in plan.reducers))
 
 
 class UnicastBook:
@@ -337,14 +358,19 @@ class UnicastBook:
     the finishers, the one with the fewest unicast values so far (ties: earliest finisher)."""
 
     def __init__(self, placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
-                 outputs: dict[int, tuple[int, int]]) -> None:
+                 outputs: dict[int, tuple[int, int]], counts: tuple[int, ...] = ()) -> None:
         self.placement = placement
         self.Q = Q
+        self.counts = counts  # MapEnd.unicast_rows: the master's search, or ()
         self.finishers = Q + extra
         self.rank = {s: i for i, s in enumerate(self.finishers)}
         self.outputs = outputs  # reducer -> [out_start, out_stop)
         self.sent: dict[int, int] = defaultdict(int)
         self.blocks: dict[tuple[int, int], list[Block]] = defaultdict(list)
+
+    def given(self, idx: int) -> int | None:
+        """The unicast row count of reducer ``Q[idx]`` the map end carries, or None."""
+        return self.counts[idx] if self.counts else None
 
     def holders(self, batch: int) -> list[int]:
         """Finishers storing ``batch``."""
@@ -446,7 +472,7 @@ def deficit_unicasts(book: UnicastBook, idx: int, known: set[int]
 
 
 def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
-           ul: UnifiedLoad, strategy: int) -> ShufflePlan:
+           ul: UnifiedLoad, strategy: int, counts: tuple[int, ...] = ()) -> ShufflePlan:
     params = placement.params
     eta, N, q = params.rows_per_batch, params.N, params.wait_for
     w = N // q
@@ -492,7 +518,7 @@ def _build(placement: Placement, Q: tuple[int, ...], extra: tuple[int, ...],
     for j, tot in level_v.items():
         ideal += Fraction(tot, j)
 
-    book = UnicastBook(placement, Q, extra, out_of)
+    book = UnicastBook(placement, Q, extra, out_of, counts)
     reducers: list[ReducerPlan] = []
     for idx, k in enumerate(Q):
         stored = set(placement.server_batches[k])

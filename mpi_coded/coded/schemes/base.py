@@ -94,6 +94,11 @@ class Scheme:
         return self.layout.takes_assignment
 
     @property
+    def searches_unicasts(self) -> bool:
+        """Its unicast counts come from a search (lt): ``MAP_END`` carries them."""
+        return self.code.searches_unicasts
+
+    @property
     def closed_form_load(self) -> bool:
         """:meth:`load` is the scheme's load (bdc: none; lt: only a lower bound)."""
         return self.loads.closed_form

@@ -47,6 +47,10 @@ class CodeRules(Protocol):
     @property
     def cover_rule(self) -> str:
         """Appended to the map-end failure message (what "enough" means)."""
+    @property
+    def searches_unicasts(self) -> bool:
+        """Its unicast counts come from a search over decodability checks (lt): the master
+        runs it once and ``MAP_END`` carries the counts (``MapEnd.unicast_rows``)."""
 
     def auto_field(self, p: CodedParams) -> str:
         """The field ``auto`` resolves to."""
@@ -71,6 +75,7 @@ class PartitionCodeRules:
 
     mds: bool = True
     cover_rule: str = ""
+    searches_unicasts: bool = False
 
     def auto_field(self, p: CodedParams) -> str:
         """gf2^8 for an identity or non-MDS code; gf2^16 for a sub-code longer than 256;

@@ -155,7 +155,9 @@ def unicast_count(params: CodedParams, known: Sequence[int], candidates: Sequenc
 
 def lt_unicasts(book: UnicastBook, idx: int, known: set[int]) -> tuple[list[int], list[int]]:
     """The LT unicast rule (module docstring) for reducer ``Q[idx]`` knowing the batches
-    ``known``: adds its unicasts to ``book``; returns its unicast rows and decode rows."""
+    ``known``: adds its unicasts to ``book``; returns its unicast rows and decode rows.
+    The count is the book's (:meth:`~mpi_coded.coded.shuffle.UnicastBook.given`, the
+    master's search carried by ``MAP_END``) when it has one, else :func:`unicast_count`."""
     placement = book.placement
     params = placement.params
     k = book.Q[idx]
@@ -163,7 +165,13 @@ def lt_unicasts(book: UnicastBook, idx: int, known: set[int]) -> tuple[list[int]
     have = [r for b in sorted(known) for r in placement.batch_rows[b]]
     visit = [b for b in book.visit_order(idx) if b not in known and book.holders(b)]
     candidates = [r for b in visit for r in placement.batch_rows[b]]
-    left = unicast_count(params, have, candidates)
+    given = book.given(idx)
+    if given is None:
+        left = unicast_count(params, have, candidates)
+    else:  # the master's search (MapEnd.unicast_rows): the reducer's decode checks it
+        require(given <= len(candidates), "unicast_rows",
+                f"reducer {k} has only {len(candidates)} candidate rows", given)
+        left = given
     got = candidates[:left]
     for b in visit:
         if left == 0:
@@ -224,6 +232,7 @@ class LTCodeRules:
 
     mds = False
     cover_rule = " to decode the LT code"
+    searches_unicasts = True
 
     def auto_field(self, p: CodedParams) -> str:
         return "gf2^8"

@@ -142,6 +142,8 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         peak_rss_mb=rss, max_peak_rss_mb=max(rss.values()),
         server_encode_s=by_server(r.encode, "encode_s"), server_map=server_maps(r.map),
         server_shuffle_s=by_server(shs, "shuffle_s"), server_plan_s=by_server(shs, "plan_s"),
+        server_groups_s=by_server(shs, "groups_s"),
+        server_groups_created=by_server(shs, "groups_created", int),
         server_decode_s=by_server(r.reduce, "decode_s"), unresponsive=r.unresponsive,
         hosts=hosts, link=link_part(job, field_name, r, plan, hosts))
 

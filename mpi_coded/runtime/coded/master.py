@@ -26,7 +26,7 @@ from mpi_coded.coded.job import CodedJob
 from mpi_coded.coded.mapend import map_end, map_phase_done
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.placement import rank_of
-from mpi_coded.coded.shuffle import shuffle_plan
+from mpi_coded.coded.shuffle import settled_end, shuffle_plan
 from mpi_coded.results import ResultsWriter
 from mpi_coded.runtime.coded import lines
 from mpi_coded.runtime.coded.lines import Repetition
@@ -173,12 +173,14 @@ class CodedMaster:
                                    f"{self.job.timeout_s} s") from None
         r.map = {x - 1: stats_of(msgs[0], MAP_STATS) for x, msgs in got.items()}
         r.finished = list(r.map)
-        r.end = end = map_end(self.setup.placement, r.finished)
+        end = map_end(self.setup.placement, r.finished)
         seconds = r.mark()
         progress(r.rep, "map", seconds, f"Q={','.join(map(str, end.Q))}"
                  + (f" extra={','.join(map(str, end.extra))}" if end.extra else ""))
+        # lt: the unicast counts' search, once, in the shuffle's time (MapEnd.unicast_rows)
+        r.end = end = settled_end(self.setup.placement, end)
         reqs = self.peers.send([rank_of(s) for s in self.servers], P.Kind.MAP_END, r.rep,
-                               encode_map_end(end.Q, end.extra))
+                               encode_map_end(end))
         wait_all(reqs, deadline_in(self.job.timeout_s), "MAP_END to be delivered")
 
     def shuffle(self, r: Repetition) -> None:

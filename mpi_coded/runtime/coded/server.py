@@ -19,7 +19,13 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.coded import exchange
-from mpi_coded.coded.job import CodedJob, map_chunk_cuts
+from mpi_coded.coded.job import (
+    BCAST_SETUP_GROUPS,
+    CodedJob,
+    bcast_groups_any_q,
+    map_chunk_cuts,
+    multicast_levels,
+)
 from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.replay import ServerData
@@ -149,10 +155,12 @@ class CodedServer:
         prefault(working_bytes(job, setup.field, len(self.rows)))
         self.master = MasterLink(self.comm)
         self.hosts = world_hosts(self.comm, self.timeout)  # with the master's: names peers
+        # bcast: the group communicators; every group of every Q at setup when they are few
+        self.groups = GroupComms(self.comm) if job.multicast == "bcast" else None
+        if self.groups is not None and bcast_groups_any_q(job.params) <= BCAST_SETUP_GROUPS:
+            self.groups.create_all(job.params.K, multicast_levels(job.params), self.server)
         self.master.ready(self.timeout)
         self.slow = slow_factor(self.faults, self.rank)
-        # bcast: the group communicators
-        self.groups = GroupComms(self.comm) if job.multicast == "bcast" else None
 
     def encode(self, rep: int, wait: float) -> np.ndarray | None:
         """This server's coded rows ``C_s = Psi[rows_s] A`` (None: the master said STOP);
@@ -194,10 +202,10 @@ class CodedServer:
         h, payload = end
         if h.step != rep or payload is None:
             raise P.WireError(f"MAP_END for repetition {h.step}, expected {rep}")
-        Q, extra = decode_map_end(payload)
+        got = decode_map_end(payload)
         if self.groups is not None:  # every server, so a group's members free it together
-            self.groups.keep_within(Q)
-        return mr, MapEnd(Q, extra)
+            self.groups.keep_within(got.Q)
+        return mr, got
 
     def shuffle(self, rep: int, mr: MapRun, end: MapEnd) -> tuple[ShufflePlan, ServerData]:
         """This finisher's part of the plan every finisher derives from ``(Q, extra)``."""
@@ -209,16 +217,21 @@ class CodedServer:
         plan_s = time.perf_counter() - t
         data = ServerData.from_map_output(self.server, pl, mr.out, self.setup.field,
                                           self.job.params.N)
+        made = (0, 0.0) if self.groups is None else (self.groups.created,
+                                                     self.groups.create_s)
         t = time.perf_counter()
         transfer = ShuffleTransfer(self.comm, plan, data, self.server, rep, self.groups,
                                    hosts=self.hosts)
         transfer.post()
         transfer.send()
         transfer.finish(deadline_in(self.timeout))
+        shuffle_s = time.perf_counter() - t
+        if self.groups is not None:
+            made = (self.groups.created - made[0], self.groups.create_s - made[1])
         self._report(P.Kind.DONE, rep, SHUFFLE_STATS.pack(
-            shuffle_s=time.perf_counter() - t, multicast_values=transfer.multicast_values,
+            shuffle_s=shuffle_s, multicast_values=transfer.multicast_values,
             unicast_values=transfer.unicast_values, bytes_sent=transfer.bytes_sent,
-            plan_s=plan_s, peak_rss_mb=peak_rss_mb(),
+            plan_s=plan_s, groups_created=made[0], groups_s=made[1], peak_rss_mb=peak_rss_mb(),
             **linkstats.span_values(link0, linkstats.read())), SHUFFLE)
         return plan, data
 

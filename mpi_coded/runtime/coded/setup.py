@@ -20,21 +20,24 @@ import numpy as np
 from mpi_coded.analysis.loads import strategy_levels
 from mpi_coded.coded.code import Code, algorithm_mask, build_code
 from mpi_coded.coded.job import CodedJob
+from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import Placement, build_placement
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import Field, get_field
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core.records import Record
+from mpi_coded.runtime.core.wire import WireError
 
 # the coded job's statistics records: the core ones plus the algorithms that ran (a bit
 # mask of mpi_coded.coded.code.ALGORITHMS), the rank's peak resident memory so far and its
-# host's link counters at the phase's start and end (records.LINK)
+# host's link counters at the phase's start and end (records.LINK); the shuffle's also the
+# bcast group communicators it created and the seconds that took
 ENCODE_STATS = Record("encode stats", (*records.ENCODE_DONE.fields, "encoder", "peak_rss_mb",
                                        *records.LINK))
 MAP_STATS = Record("map stats", (*records.MAP_DONE.fields, "peak_rss_mb", *records.LINK))
-SHUFFLE_STATS = Record("shuffle stats", (*records.SHUFFLE_DONE.fields, "peak_rss_mb",
-                                         *records.LINK))
+SHUFFLE_STATS = Record("shuffle stats", (*records.SHUFFLE_DONE.fields, "groups_created",
+                                         "groups_s", "peak_rss_mb", *records.LINK))
 REDUCE_STATS = Record("reduce stats", (*records.REDUCE_DONE.fields, "decoder", "peak_rss_mb",
                                        *records.LINK))
 
@@ -161,12 +164,18 @@ def padding_warning(p: CodedParams, placement: Placement | None = None) -> str |
             f"({float(analytic):.4f}) by {float(planned / analytic - 1):.0%}; {hint}")
 
 
-def encode_map_end(Q: tuple[int, ...], extra: tuple[int, ...]) -> np.ndarray:
-    """MAP_END payload: ``[Q..., -1, extra...]``."""
-    return np.array([*Q, -1, *extra], dtype=np.int64)
+def encode_map_end(end: MapEnd) -> np.ndarray:
+    """MAP_END payload: ``[Q..., -1, extra..., -1, unicast_rows...]``."""
+    return np.array([*end.Q, -1, *end.extra, -1, *end.unicast_rows], dtype=np.int64)
 
 
-def decode_map_end(arr: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def decode_map_end(arr: np.ndarray) -> MapEnd:
+    """The :class:`MapEnd` of a MAP_END payload; WireError unless it has two ``-1``
+    separators."""
     vals = [int(x) for x in arr]
-    cut = vals.index(-1)
-    return tuple(vals[:cut]), tuple(vals[cut + 1:])
+    if vals.count(-1) != 2:
+        raise WireError(f"MAP_END payload {vals} does not have the shape "
+                        "[Q..., -1, extra..., -1, unicast_rows...]")
+    a = vals.index(-1)
+    b = vals.index(-1, a + 1)
+    return MapEnd(tuple(vals[:a]), tuple(vals[a + 1:b]), tuple(vals[b + 1:]))

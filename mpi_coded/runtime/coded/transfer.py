@@ -45,11 +45,17 @@ C(11, 3)``).  MPICH lets a process hold 2,046 communicators beyond its own (meas
 so the job refuses ``bcast`` beyond :data:`mpi_coded.coded.job.BCAST_MAX_GROUPS` per
 server.  Creating is the cost of ``bcast``: every creation synchronises the group's
 members (a blocking call, which busy-polls inside MPICH), so the first repetition with
-new groups is slower; later ones with the same ``Q`` reuse them.
+new groups is slower; later ones with the same ``Q`` reuse them.  A server in at most
+:data:`mpi_coded.coded.job.BCAST_SETUP_GROUPS` groups over every ``Q`` creates them all
+at setup (:meth:`GroupComms.create_all`), so that no shuffle creates one: on the
+emulated cluster (K = 9, mu q = 2, 28 groups a server) creating a new ``Q``'s groups cost
+lt's and bdc's bcast shuffles tens of milliseconds.  Each shuffle's record carries the
+groups it created and the seconds it spent on them (``server_groups_s``).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -89,6 +95,7 @@ class GroupComms:
         self.created = 0  # communicators created so far
         self.create_s = 0.0  # seconds spent creating them
         self.peak = 0  # most communicators alive at once
+        self.every_q = False  # create_all ran: every group of every Q is alive, none freed
 
     def __len__(self) -> int:
         return len(self._comms)
@@ -113,6 +120,18 @@ class GroupComms:
             self.peak = max(self.peak, len(self._comms))
         return c
 
+    def create_all(self, K: int, levels: Iterable[int], server: int) -> None:
+        """At setup: the communicator of every group of ``j + 1`` servers (``j`` in
+        ``levels``) that ``server`` belongs to, whatever ``Q``; :meth:`keep_within` then
+        frees none.  Every server walks the same global order (sizes ascending, members
+        lexicographic) and creates the groups it is in: the earliest group not yet created
+        always has all its members at it, so the walk cannot deadlock."""
+        for j in sorted(set(levels)):
+            for group in itertools.combinations(range(K), j + 1):
+                if server in group:
+                    self.get(group)
+        self.every_q = True
+
     def prepare(self, plan: ShufflePlan, server: int) -> None:
         """Create the missing communicators of ``server``'s groups in ``plan``, in plan order."""
         for mc in plan.multicasts:
@@ -121,12 +140,15 @@ class GroupComms:
 
     def keep_within(self, servers: Collection[int]) -> None:
         """Free the communicators of groups not inside ``servers`` (this repetition's ``Q``)."""
+        if self.every_q:
+            return
         keep = set(servers)
         for group in [g for g in self._comms if not keep.issuperset(g)]:
             self._comms.pop(group).Free()
 
     def free(self) -> None:
         """Free every communicator (at stop, before MPI finalises)."""
+        self.every_q = False
         self.keep_within(())
         if self._world != MPI.GROUP_NULL:
             self._world.Free()
