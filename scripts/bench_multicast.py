@@ -4,8 +4,12 @@
 job (default K = 9, q = 6, mu = 1/3, unified) with ``--multicast bcast`` over
 ``--multicast p2p``, medians over repetitions.  The servers get distinct speeds, so the
 finishing order (hence ``Q`` and the multicast groups) is the same in every
-repetition: the group communicators are created in the first one (``cold``) and reused
-after (``warm``, the ratio reported); launches alternate p2p and bcast.
+repetition; launches alternate p2p and bcast.  ``cold`` is the first repetition, ``warm``
+the later ones (the ratio reported).  At the default K = 9 a server belongs to 28 groups
+over every ``Q`` (at most :data:`mpi_coded.coded.job.BCAST_SETUP_GROUPS`), so the servers
+create them all at setup and no repetition creates one: cold and warm then differ only by
+first touches.  Larger jobs still create a new ``Q``'s groups in its first shuffle (the
+records' ``server_groups_created`` and ``server_groups_s``).
 
 ``plan_build_s_K18``: seconds to build one shuffle plan at K = 18, q = 12, mu = 1/3
 (3060 batches, rows-per-batch 1, N = 48): the median CPU time of the building process

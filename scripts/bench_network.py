@@ -209,7 +209,7 @@ def coded_model(run: Mapping[str, Any], multicast: str, net: nm.Network,
     host_s, fabric_s, n_max = terms(sh)
     return {"shuffle_s": fit.seconds(sh) if fit is not None else sh.seconds,
             "shuffle_link_s": sh.seconds, "host_s": host_s, "fabric_s": fabric_s,
-            "messages": n_max,
+            "copies": n_max,
             "gather_s": ga.seconds, "shuffle_bytes": sh.network_bytes,
             "slowest": sh.slowest, "load": float(cn.plan.load)}
 
@@ -227,7 +227,7 @@ def training_case(name: str, runs: Sequence[Mapping[str, Any]], multicast: str,
                         median([m["fabric_s"] for m in models]),
                         median([server_transfer(r) for r in runs]),
                         median([float(r["shuffle_s"]) - server_transfer(r) for r in runs]),
-                        median([float(m["messages"]) for m in models]))
+                        median([float(m["copies"]) for m in models]))
 
 
 def median(xs: Sequence[float]) -> float:

@@ -478,3 +478,16 @@ def test_plan_cec_rate_bad_input_is_one_line(capsys, argv, needle):
     assert cli.main(PLAN + argv) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err
+
+
+def test_merged_traffic_keeps_bytes_messages_and_copies():
+    a, b = nw.Traffic(), nw.Traffic()
+    a.message(1, 2, 10, 1)  # header + payload: 2 messages, 1 copy
+    b.message(1, 2, None, 1)  # a header alone: 1 message, no copy
+    b.add(2, 3, 5, 1, copies=1)  # a broadcast edge
+    m = a.merged(b)
+    assert m.edges[(1, 2)] == [2 * H + 10, 3] and m.copies[(1, 2)] == 1
+    assert m.edges[(2, 3)] == [5, 1] and m.copies[(2, 3)] == 1
+    per = m.by_rank()
+    assert (per[1].sent_messages, per[1].sent_copies) == (3, 1)
+    assert (per[2].recv_copies, per[2].sent_copies, per[3].recv_copies) == (1, 1, 1)

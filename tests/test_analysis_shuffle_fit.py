@@ -43,23 +43,23 @@ def test_the_fit_recovers_the_scales_of_each_kind_and_the_measured_overhead():
 
 def test_two_fabric_limited_cases_identify_the_cost_per_message():
     # transfer = 1.2 * 8B/F + 300 us * n_max, exactly, for uc-like and cmr-like cases
-    uc = TrainingCase("uc/p2p", 0.02, 0.05, 1.2 * 0.05 + 3e-4 * 16, 0.02, messages=16)
-    cmr = TrainingCase("cmr/p2p", 0.03, 0.04, 1.2 * 0.04 + 3e-4 * 112, 0.03, messages=112)
+    uc = TrainingCase("uc/p2p", 0.02, 0.05, 1.2 * 0.05 + 3e-4 * 16, 0.02, copies=16)
+    cmr = TrainingCase("cmr/p2p", 0.03, 0.04, 1.2 * 0.04 + 3e-4 * 112, 0.03, copies=112)
     unified = TrainingCase("unified/p2p", 0.04, 0.03, 1.1 * 0.04 + 3e-4 * 50, 0.01,
-                           messages=50)
+                           copies=50)
     fit = fit_shuffle([uc, unified, cmr])
-    assert fit.fabric_scale == pytest.approx(1.2) and fit.message_s == pytest.approx(3e-4)
+    assert fit.fabric_scale == pytest.approx(1.2) and fit.copy_s == pytest.approx(3e-4)
     assert fit.host_scale == pytest.approx(1.1)  # after the messages' share
     assert fit.overhead_s == pytest.approx(0.02)
     # a negative cost per message is not physical: beta = 0, the median ratio
-    neg = TrainingCase("cmr/p2p", 0.03, 0.04, 1.2 * 0.04 - 1e-4 * 112, 0.03, messages=112)
+    neg = TrainingCase("cmr/p2p", 0.03, 0.04, 1.2 * 0.04 - 1e-4 * 112, 0.03, copies=112)
     flat = fit_shuffle([uc, neg])
-    assert flat.message_s == 0.0
+    assert flat.copy_s == 0.0
     assert flat.fabric_scale == pytest.approx(
         (uc.transfer_s / uc.fabric_s + neg.transfer_s / neg.fabric_s) / 2)
     # the same messages per byte: not identified, beta = 0
-    twin = TrainingCase("uc2", 0.04, 0.10, 1.2 * 0.10 + 3e-4 * 32, 0.02, messages=32)
-    assert fit_shuffle([uc, twin]).message_s == 0.0
+    twin = TrainingCase("uc2", 0.04, 0.10, 1.2 * 0.10 + 3e-4 * 32, 0.02, copies=32)
+    assert fit_shuffle([uc, twin]).copy_s == 0.0
 
 
 def test_the_fitted_seconds_are_the_overhead_plus_the_larger_scaled_term():
@@ -72,7 +72,7 @@ def test_the_fitted_seconds_are_the_overhead_plus_the_larger_scaled_term():
     # n_max counts payload copies: cmr p2p sends header + payload, two messages a copy
     assert n == max(max(t.sent_copies, t.recv_copies) for t in cost.hosts.values()) > 0
     assert 2 * n == max(max(t.sent_messages, t.recv_messages) for t in cost.hosts.values())
-    fit = ShuffleFit(host_scale=1.5, fabric_scale=2.0, overhead_s=0.01, message_s=1e-4)
+    fit = ShuffleFit(host_scale=1.5, fabric_scale=2.0, overhead_s=0.01, copy_s=1e-4)
     assert fit.seconds(cost) == pytest.approx(0.01 + max(1.5 * host, 2.0 * fab) + 1e-4 * n)
     # no traffic: no shuffle, no overhead
     empty = nw.phase_seconds(nw.Traffic(), net)
@@ -82,8 +82,8 @@ def test_the_fitted_seconds_are_the_overhead_plus_the_larger_scaled_term():
 def test_a_calibration_files_fit_is_read_per_rate_and_checked():
     fit = ShuffleFit(1.1, 1.2, 0.02, ("uc/p2p",), 2e-4)
     assert ShuffleFit.from_dict(fit.to_dict()) == fit
-    old = {k: v for k, v in fit.to_dict().items() if k != "message_s"}  # an earlier file
-    assert ShuffleFit.from_dict(old).message_s == 0.0
+    old = {k: v for k, v in fit.to_dict().items() if k != "copy_s"}  # an earlier file
+    assert ShuffleFit.from_dict(old).copy_s == 0.0
     doc = {"alpha_s": 1e-4, "efficiency": 0.9,
            "by_rate": {"100mbit": {"shuffle_fit": fit.to_dict()},
                        "1gbit": {"alpha_s": 3e-5}}}
@@ -93,7 +93,8 @@ def test_a_calibration_files_fit_is_read_per_rate_and_checked():
     for bad, what in (({**fit.to_dict(), "host_scale": "x"}, "host_scale must be a number"),
                       ({**fit.to_dict(), "fabric_scale": 0}, "fabric_scale must be > 0"),
                       ({**fit.to_dict(), "overhead_s": -1}, "overhead_s must be >= 0"),
-                      ({**fit.to_dict(), "message_s": -1e-3}, "message_s must be >= 0"),
+                      ({**fit.to_dict(), "copy_s": -1e-3}, "copy_s must be >= 0"),
+                      ({**fit.to_dict(), "message_s": 2e-4}, "fitted per MPI message"),
                       ({**fit.to_dict(), "trained_on": "uc"}, "trained_on")):
         with pytest.raises(ConfigError, match=what):
             ShuffleFit.from_dict(bad)

@@ -236,7 +236,7 @@ def test_the_shuffle_fit_trains_on_uc_and_unified_and_the_rest_is_held_out():
     summ = bn.summarise_coded(lines["cmr"], "p2p", net, None, fit, prior=fit)
     cost = [bn.coded_model(r, "p2p", net) for r in lines["cmr"]]
     want = bn.median([0.05 + max(fit.host_scale * c["host_s"], fit.fabric_scale * c["fabric_s"])
-                      + fit.message_s * c["messages"] for c in cost])
+                      + fit.copy_s * c["copies"] for c in cost])
     assert summ["shuffle_model_s"] == pytest.approx(want)
     assert summ["shuffle_measured_over_model"] == pytest.approx(0.46 / want)
     assert summ["shuffle_measured_over_prior_model"] == pytest.approx(0.46 / want)

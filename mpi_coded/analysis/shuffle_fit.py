@@ -62,7 +62,7 @@ class TrainingCase:
     fabric_s: float  # 8 B / fabric (0: no fabric)
     transfer_s: float  # the slowest finisher's transfer, measured
     overhead_s: float  # the master's shuffle minus that, measured
-    messages: float = 0.0  # n_max: the most payload copies one host sends or receives
+    copies: float = 0.0  # n_max: the most payload copies one host sends or receives
 
     @property
     def fabric_limited(self) -> bool:
@@ -85,12 +85,12 @@ class ShuffleFit:
     fabric_scale: float
     overhead_s: float
     trained_on: tuple[str, ...] = ()
-    message_s: float = 0.0  # beta
+    copy_s: float = 0.0  # beta
 
     def __post_init__(self) -> None:
         for key, val in (("host_scale", self.host_scale), ("fabric_scale", self.fabric_scale)):
             require(val > 0, "calibration", f"shuffle_fit.{key} must be > 0", val)
-        for key, val in (("overhead_s", self.overhead_s), ("message_s", self.message_s)):
+        for key, val in (("overhead_s", self.overhead_s), ("copy_s", self.copy_s)):
             require(val >= 0, "calibration", f"shuffle_fit.{key} must be >= 0", val)
 
     def seconds(self, cost: PhaseCost) -> float:
@@ -98,11 +98,11 @@ class ShuffleFit:
         if host == 0 and fab == 0:  # nothing crosses a link: no shuffle to wait for
             return 0.0
         return (self.overhead_s + max(self.host_scale * host, self.fabric_scale * fab)
-                + self.message_s * n)
+                + self.copy_s * n)
 
     def to_dict(self) -> dict[str, Any]:
         return {"host_scale": self.host_scale, "fabric_scale": self.fabric_scale,
-                "message_s": self.message_s, "overhead_s": self.overhead_s,
+                "copy_s": self.copy_s, "overhead_s": self.overhead_s,
                 "trained_on": list(self.trained_on)}
 
     @classmethod
@@ -110,9 +110,13 @@ class ShuffleFit:
         """From a calibration file's ``shuffle_fit`` object; ConfigError naming
         ``calibration`` when a value is missing or not a number."""
         require(isinstance(doc, Mapping), "calibration", "shuffle_fit must be an object", doc)
-        vals: dict[str, float] = {"message_s": 0.0}
-        for key in ("host_scale", "fabric_scale", "overhead_s", "message_s"):
-            if key == "message_s" and key not in doc:  # a fit without the message term
+        require("message_s" not in doc, "calibration",
+                "shuffle_fit.message_s was fitted per MPI message by an earlier version; the "
+                "model counts payload copies (copy_s): run scripts/bench_network.py again",
+                doc.get("message_s"))
+        vals: dict[str, float] = {"copy_s": 0.0}
+        for key in ("host_scale", "fabric_scale", "overhead_s", "copy_s"):
+            if key == "copy_s" and key not in doc:  # a fit without the per-copy term
                 continue
             v = doc.get(key)
             if not isinstance(v, (int, float)) or isinstance(v, bool):
@@ -122,7 +126,7 @@ class ShuffleFit:
         require(isinstance(names, list) and all(isinstance(x, str) for x in names),
                 "calibration", "shuffle_fit.trained_on must be a list of names", names)
         return cls(vals["host_scale"], vals["fabric_scale"], vals["overhead_s"], tuple(names),
-                   vals["message_s"])
+                   vals["copy_s"])
 
 
 def fit_shuffle(cases: Sequence[TrainingCase]) -> ShuffleFit:
@@ -133,7 +137,7 @@ def fit_shuffle(cases: Sequence[TrainingCase]) -> ShuffleFit:
     require(bool(fl or hl), "cases", "needs a case with traffic on the links",
             [c.name for c in cases])
     s_fab, beta = _fabric_and_messages(fl)
-    host = [(c.transfer_s - beta * c.messages) / c.host_s for c in hl]
+    host = [(c.transfer_s - beta * c.copies) / c.host_s for c in hl]
     if s_fab is None:
         s_fab = statistics.median(host)
     s_host = statistics.median(host) if host else s_fab
@@ -147,7 +151,7 @@ def _fabric_and_messages(cases: Sequence[TrainingCase]) -> tuple[float | None, f
     if not cases:
         return None, 0.0
     ratio = statistics.median([c.transfer_s / c.fabric_s for c in cases])
-    a = np.array([[c.fabric_s, c.messages] for c in cases], dtype=np.float64)
+    a = np.array([[c.fabric_s, c.copies] for c in cases], dtype=np.float64)
     y = np.array([c.transfer_s for c in cases], dtype=np.float64)
     if len(cases) < 2 or np.linalg.matrix_rank(a) < 2:
         return ratio, 0.0

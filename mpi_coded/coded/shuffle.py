@@ -326,6 +326,9 @@ def shuffle_plan(placement: Placement, end: MapEnd | Sequence[int],
     require(not counts or (len(counts) == len(Q) and all(c >= 0 for c in counts)),
             "unicast_rows", f"must give one count >= 0 for each of the {len(Q)} reducers",
             list(counts))
+    require(not counts or (strategy is None and placement.params.spec.searches_unicasts),
+            "unicast_rows", "are settled for the scheme's own strategy, and only for a "
+            "scheme that searches for them (settled_end)", list(counts))
     require(strategy in (None, 1, 2), "strategy", "must be 1 or 2", strategy)
     ul = analytic_load(placement)
     if strategy is not None:

@@ -6,7 +6,7 @@ Per repetition it obeys the master's phases (docs/theory.md, B.2):
 2. map: ``Y_s = C_s [x_1..x_N]`` in chunks under the throttle / straggler
    model; report MAP_DONE; a MAP_END received mid-map stops it at once;
 3. shuffle (finishers only): execute its part of the plan every finisher
-   derives from ``(Q, extra)``: coded multicasts (sums of padded segments of
+   derives from ``(Q, extra, unicast_rows)``: coded multicasts (sums of padded segments of
    its own values) and unicasts out; cancel and store what comes in;
 4. reduce (reducers only): decode its outputs and send them to the master.
 """

@@ -1,8 +1,9 @@
 """The shuffle's messages of one server, as an object built from the shuffle plan.
 
 Every finisher derives the same :class:`~mpi_coded.coded.shuffle.ShufflePlan`
-from ``(Q, extra)``, so a :class:`ShuffleTransfer` knows every message it will
-send and receive, and its size, before anything moves (as mpi4py-fft's
+from ``(Q, extra, unicast_rows)`` (the map end ``MAP_END`` carries), so a
+:class:`ShuffleTransfer` knows every message it will send and receive, and its size,
+before anything moves (as mpi4py-fft's
 ``pencil.py`` builds its transfer object from a pure decomposition):
 
 1. :meth:`ShuffleTransfer.post` posts every receive up front (header and
@@ -34,12 +35,14 @@ Multicast transport (``--multicast``, :data:`mpi_coded.coded.job.MULTICAST_MODES
     receiver: a tree broadcast (MPICH and Open MPI for short messages) also delivers
     the payload once to each non-root member.
 
-Communicators are cached by member set across repetitions: every server (finisher
-or not) calls :meth:`GroupComms.keep_within` with the repetition's ``Q`` (from
-MAP_END), which frees those whose group is not inside ``Q`` (no plan of that
-repetition can use them).  The decision depends only on ``Q``, which every server
-knows, so all members of a group free it in the same repetition and create it again
-together.  At most one ``Q``'s groups are alive: at K = 18, q = 12, mu = 1/3 a
+Communicators are cached by member set across repetitions.  When the servers created
+every group of every ``Q`` at setup (:meth:`GroupComms.create_all`, below) they keep
+them all to the end.  Otherwise every server (finisher or not) calls
+:meth:`GroupComms.keep_within` with the repetition's ``Q`` (from MAP_END), which frees
+those whose group is not inside ``Q`` (no plan of that repetition can use them).  The
+decision depends only on ``Q``, which every server knows, so all members of a group free
+it in the same repetition and create it again together.  Then at most one ``Q``'s groups
+are alive: at K = 18, q = 12, mu = 1/3 a
 server belongs to 495 of the plan's 1,287 groups (levels 4 and 3: ``C(11, 4) +
 C(11, 3)``).  MPICH lets a process hold 2,046 communicators beyond its own (measured),
 so the job refuses ``bcast`` beyond :data:`mpi_coded.coded.job.BCAST_MAX_GROUPS` per
@@ -50,7 +53,9 @@ new groups is slower; later ones with the same ``Q`` reuse them.  A server in at
 at setup (:meth:`GroupComms.create_all`), so that no shuffle creates one: on the
 emulated cluster (K = 9, mu q = 2, 28 groups a server) creating a new ``Q``'s groups cost
 lt's and bdc's bcast shuffles tens of milliseconds.  Each shuffle's record carries the
-groups it created and the seconds it spent on them (``server_groups_s``).
+groups it created and the seconds it spent on them (``server_groups_s``).  Creating is a
+blocking call without a deadline: a server killed or stalled at setup leaves the others
+in it, and the master's READY deadline then names every server that did not report.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ class Kind(enum.IntEnum):
     PHASE = 20  # master -> server: start phase ``aux`` (mpi_coded.coded.phases)
     DONE = 21  # server -> master: phase ``aux`` finished, float64 statistics
     MAP_DONE = 22  # server -> master: map finished (aux 0) or stopped early (aux 1)
-    MAP_END = 23  # master -> server: int64 [Q..., -1, extra...]
+    MAP_END = 23  # master -> server: int64 [Q..., -1, extra..., -1, unicast_rows...]
     MULTICAST = 24  # server -> server: a coded multicast payload (aux = plan index)
     UNICAST = 25  # server -> server: unicast values (aux = plan index)
     OUTPUT = 26  # reducer -> master: decoded y for its outputs (m x N/q)
