@@ -266,12 +266,17 @@ def test_replay_every_reducer_decodes(K, q, mu, eta, N, field):
         assert extra_sends > 0  # extras send, and reducers need what they send
 
 
-def test_replay_detects_a_short_lt_plan():
-    p = lt_params(eta=40, N=12)
-    pl = build_placement(p)
+def replay_instance():
+    """A K = 6 lt job over GF(2^8), its data, and the map end of one finishing order."""
+    pl = build_placement(lt_params(eta=40, N=12))
     F = get_field("gf2^8")
     A, X = random_instance(pl, F, 5)
-    plan = shuffle_plan(pl, map_end(pl, [2, 0, 5, 3, 1, 4]))
+    return pl, F, A, X, map_end(pl, [2, 0, 5, 3, 1, 4])
+
+
+def test_replay_detects_a_short_lt_plan():
+    pl, F, A, X, end = replay_instance()
+    plan = shuffle_plan(pl, end)
     assert replay(pl, plan, F, A, X).max_error == 0
     # a unicast dropped: the reducer lacks values it was to decode from
     with pytest.raises(ReplayError):
@@ -356,11 +361,8 @@ def test_settled_counts_are_the_ones_used():
     # too many, or the wrong number of counts: the argument is named
     from mpi_coded.coded.shuffle import settled_end
 
-    p = lt_params(eta=40, N=12)
-    pl = build_placement(p)
-    F = get_field("gf2^8")
-    A, X = random_instance(pl, F, 5)
-    end = settled_end(pl, map_end(pl, [2, 0, 5, 3, 1, 4]))
+    pl, F, A, X, end = replay_instance()
+    end = settled_end(pl, end)
     assert replay(pl, shuffle_plan(pl, end), F, A, X).max_error == 0
     i = next(i for i, c in enumerate(end.unicast_rows) if c > 0)
     short = list(end.unicast_rows)
