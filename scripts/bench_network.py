@@ -61,7 +61,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,7 @@ def progress(msg: str) -> None:
 class Sizes:
     """What the bench runs (``full`` or ``quick``)."""
 
+    quick: bool = False
     K: int = 9
     q: int = 6
     mu: str = "1/3"
@@ -131,7 +132,7 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(K=4, q=2, mu="1/2", m=240, n=10, N=480, reps=1, rates=("100mbit",),
+QUICK = Sizes(quick=True, K=4, q=2, mu="1/2", m=240, n=10, N=480, reps=1, rates=("100mbit",),
               schemes=("uc", "cmr"), modes=("p2p",), hetero=False, to_m=240, to_N=240,
               to_t_row=0.001, to_reps=1, to_qs=(), cal_sizes=(1 << 20, 2 << 20),
               cal_reps=1, el_cols=200, el_traces=("small",), el_rates=("100mbit",))
@@ -936,7 +937,7 @@ def assemble(sz: Sizes, cal: Mapping[str, Any], coded: Mapping[str, Any],
         verified = verified and all(row[k]["measured"]["verified"]
                                     for row in hetero["elastic"].values()
                                     for k in ("coded", "uncoded"))
-    return {"bench": "network", "quick": sz == QUICK,
+    return {"bench": "network", "quick": sz.quick,
             "sizes": {"K": sz.K, "q": sz.q, "mu": sz.mu, "m": sz.m, "n": sz.n, "N": sz.N,
                       "field": sz.field, "bdc_T": sz.bdc_T, "reps": sz.reps,
                       "el_cols": sz.el_cols},
@@ -961,6 +962,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the calibration file whose network object is written")
     ap.add_argument("--no-write-calibration", action="store_true",
                     help="do not write the network object (the bench still uses its fit)")
+    ap.add_argument("--reps", type=int, default=None, metavar="N",
+                    help="repetitions of every coded job (default 3; 1 with --quick); with "
+                         "--replay, the N the replayed run used")
     ap.add_argument("--replay", default=None, metavar="DIR",
                     help="no MPI: recompute the JSON object from a previous --out DIR")
     ap.add_argument("--p2p-worker", default=None, help=argparse.SUPPRESS)
@@ -973,6 +977,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             exchange_worker(a.exchange_worker, max(2, a.p2p_reps))
         return 0
     sz = QUICK if a.quick else FULL
+    if a.reps is not None:
+        if a.reps < 1:
+            ap.error(f"--reps: must be at least 1, got {a.reps}")
+        sz = replace(sz, reps=a.reps)
     cal_path = Path(a.calibration)
     prior = (json.loads(cal_path.read_text()).get("network") if cal_path.exists() else None)
     if a.replay is not None:

@@ -62,6 +62,14 @@ def test_the_sizes_are_runnable_and_the_cluster_names_ours():
     assert name.startswith("t19c") and len(name) == 6
 
 
+def test_reps_below_one_is_refused_before_any_cluster(capsys):
+    with pytest.raises(SystemExit) as exc:
+        bn.main(["--reps", "0"])
+    assert exc.value.code == 2
+    assert "--reps: must be at least 1, got 0" in capsys.readouterr().err
+    assert bn.FULL.reps == 3 and not bn.FULL.quick and bn.QUICK.quick
+
+
 def test_the_shuffle_model_is_the_plan_of_the_runs_finishing_order():
     order = [3, 1, 2, 5, 0, 6, 4, 7, 8]
     line = run_line("unified", order)
