@@ -2,20 +2,25 @@
 
 The paper-size coded job (``scripts/bench_paper.py``: K = 9, q = 6, m = n = N = 6000,
 GF(2^16)) encodes with the FFT in both schemes it compares: unified, one code
-(9000, 6000), and BDC at T = 10, ten codes (900, 600). Its six parity servers encode at
-once on the machine's cores. The table model (docs/theory.md (C.4)) prices both with one
-price per counted FFT operation and one contention factor for compute-bound kernels
+(9000, 6000), and BDC at T = 10, ten codes (900, 600). Its parity servers encode at once
+on the machine's cores: six FFT encoders in unified's job; in T = 10's five, beside one
+that encodes with generator rows (``--procs``, default 6, runs that many of either
+shape). The table model (docs/theory.md (C.4)) prices both with one price per counted FFT
+operation and one contention factor for compute-bound kernels
 (``contention_over``, measured on a (2700, 1800) code). This bench measures, for each of
 the two shapes, the wall seconds of one server's encode (6000 columns, 2048 at a time, as
 ``mpi_coded.codes.rs_sub.RSSub.parity_rows`` does) alone and in ``--procs`` processes
 started together, and reports
 
 * ``slowdown``: the processes' median wall over the wall alone;
-* ``beyond_share``: the slowdown over ``procs / cores`` (1.0: the cores are simply shared);
+* ``beyond_share``: the slowdown over ``max(1, procs / cores)`` (1.0: the cores are simply
+  shared);
 * ``unified_over_partitions``: the unified encode over the ten partitions', alone and at
   once; the model's ratio (counted operations) beside them.
 
-Progress goes to stderr; the last stdout line is one JSON object. About a minute on 2 cores.
+The processes wait for each other at the start of every round, so that each round runs
+them all at once. Progress goes to stderr; the last stdout line is one JSON object. About
+20 s on 2 cores.
 
     python scripts/bench_fft_contention.py [--procs 6] [--reps 5] [--columns 6000]
 """
@@ -42,6 +47,10 @@ except ImportError:
 SHAPES = {"unified": (1, 9000, 6000), "partitions": (10, 900, 600)}
 """name: (codes, n, k) of one paper-size server's encode."""
 CHUNK = 2048
+MAX_PROCS = 64
+BARRIER_TIMEOUT = 600.0
+"""Seconds a process waits for the others at a round's start (a failed one ends the
+bench with an error instead of a hang)."""
 
 
 def encoder(codes: int, n: int, k: int, columns: int, seed: int):
@@ -60,12 +69,15 @@ def encoder(codes: int, n: int, k: int, columns: int, seed: int):
     return run
 
 
-def alternating(runs: dict[str, Any], reps: int) -> dict[str, float]:
+def alternating(runs: dict[str, Any], reps: int, barrier: Any = None) -> dict[str, float]:
     """Each run's median wall over ``reps`` rounds, the runs alternating within a round
-    (the machine's drift falls on both alike)."""
+    (the machine's drift falls on both alike); with ``barrier``, every run of every round
+    starts when all the processes are there."""
     walls: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(reps):
         for name, run in runs.items():
+            if barrier is not None:
+                barrier.wait()
             t = time.perf_counter()
             run()
             walls[name].append(time.perf_counter() - t)
@@ -87,14 +99,13 @@ def _init(barrier: Any) -> None:
 def _task(args: tuple[int, int, int]) -> dict[str, float]:
     columns, reps, seed = args
     runs = encoders(columns, seed)
-    _BARRIER.wait()
-    return alternating(runs, reps)
+    return alternating(runs, reps, _BARRIER)
 
 
 def at_once(procs: int, columns: int, reps: int) -> list[dict[str, float]]:
     """Each of ``procs`` processes' median walls (:func:`alternating`), started together."""
     ctx = mp.get_context("fork")
-    barrier = ctx.Barrier(procs)
+    barrier = ctx.Barrier(procs, timeout=BARRIER_TIMEOUT)
     with ctx.Pool(procs, initializer=_init, initargs=(barrier,)) as pool:
         return pool.map(_task, [(columns, reps, i) for i in range(procs)], chunksize=1)
 
@@ -110,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     for arg, v in (("--procs", a.procs), ("--reps", a.reps), ("--columns", a.columns)):
         if v < 1:
             ap.error(f"{arg}: must be at least 1, got {v}")
+    if a.procs > MAX_PROCS:
+        ap.error(f"--procs: at most {MAX_PROCS}, got {a.procs}")
     from mpi_coded.analysis.calibration import cores_here
 
     rs_fft.warm_up()

@@ -43,7 +43,8 @@ verify fails the bench).  Progress goes to stderr; the last line of stdout is on
 object.  ``--quick``: a smoke version (one rate, two schemes, the seed schedule, small
 sizes; about 40 s).  ``--out DIR`` keeps every job's JSON lines.
 
-    .venv/bin/python scripts/bench_network.py [--quick] [--out DIR] [--calibration FILE]
+    .venv/bin/python scripts/bench_network.py [--quick] [--reps N] [--out DIR] [--calibration FILE]
+    .venv/bin/python scripts/bench_network.py --replay DIR [--no-write-calibration]
 
 Internal: ``--p2p-worker SIZES`` is the calibration's MPI program (run under mpiexec).
 """
@@ -963,8 +964,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-write-calibration", action="store_true",
                     help="do not write the network object (the bench still uses its fit)")
     ap.add_argument("--reps", type=int, default=None, metavar="N",
-                    help="repetitions of every coded job (default 3; 1 with --quick); with "
-                         "--replay, the N the replayed run used")
+                    help="repetitions of each scheme's coded case at each rate (default 3; 1 "
+                         "with --quick; the trade-off and the heterogeneity keep theirs); "
+                         "with --replay, default: the replayed run's")
     ap.add_argument("--replay", default=None, metavar="DIR",
                     help="no MPI: recompute the JSON object from a previous --out DIR")
     ap.add_argument("--p2p-worker", default=None, help=argparse.SUPPRESS)
@@ -981,6 +983,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.reps < 1:
             ap.error(f"--reps: must be at least 1, got {a.reps}")
         sz = replace(sz, reps=a.reps)
+    elif a.replay is not None and (Path(a.replay) / "bench_network.json").is_file():
+        done = json.loads((Path(a.replay) / "bench_network.json").read_text())
+        sz = replace(sz, reps=int(done.get("sizes", {}).get("reps", sz.reps)))
     cal_path = Path(a.calibration)
     prior = (json.loads(cal_path.read_text()).get("network") if cal_path.exists() else None)
     if a.replay is not None:

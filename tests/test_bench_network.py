@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
@@ -62,12 +63,16 @@ def test_the_sizes_are_runnable_and_the_cluster_names_ours():
     assert name.startswith("t19c") and len(name) == 6
 
 
-def test_reps_below_one_is_refused_before_any_cluster(capsys):
-    with pytest.raises(SystemExit) as exc:
-        bn.main(["--reps", "0"])
+def test_reps_below_one_is_refused_before_any_cluster(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exc:  # --replay: a regression fails fast, no cluster
+        bn.main(["--reps", "0", "--replay", str(tmp_path)])
     assert exc.value.code == 2
     assert "--reps: must be at least 1, got 0" in capsys.readouterr().err
     assert bn.FULL.reps == 3 and not bn.FULL.quick and bn.QUICK.quick
+    # a quick run with other repetitions is still reported as quick, with its repetitions
+    got = bn.assemble(replace(bn.QUICK, reps=2), {}, {}, {}, {}, {})
+    assert got["quick"] is True and got["sizes"]["reps"] == 2
+    assert bn.assemble(replace(bn.FULL, reps=5), {}, {}, {}, {}, {})["quick"] is False
 
 
 def test_the_shuffle_model_is_the_plan_of_the_runs_finishing_order():
