@@ -43,10 +43,10 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from mpi_coded.codes import rs_fft
+from mpi_coded.codes.rs_sub import PARITY_CHUNK as CHUNK  # the runtime's
 
 SHAPES = {"unified": (1, 9000, 6000), "partitions": (10, 900, 600)}
 """name: (codes, n, k) of one paper-size server's encode."""
-CHUNK = 2048
 MAX_PROCS = 64
 BARRIER_TIMEOUT = 600.0
 """Seconds a process waits for the others at a round's start (a failed one ends the

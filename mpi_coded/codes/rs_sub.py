@@ -53,6 +53,9 @@ ENCODERS = ("systematic", "generator", "rs_fft")
 DECODERS = ("systematic", "generator", "rs_fft")
 """Decoder names in results (``systematic``: every data row received, nothing to solve)."""
 
+PARITY_CHUNK = 2048
+"""Columns :meth:`RSSub.parity_rows` encodes at a time (bounded scratch memory)."""
+
 
 # --- the calls of each path ------------------------------------------------------------------
 def generator_encode_work(field: str, rows: int, k: int, vectors: int,
@@ -201,7 +204,7 @@ class RSSubCode:
         return name, [W.copy(len(pos) * vectors), *(calls or [W.call()])]
 
     def parity_rows(self, message: np.ndarray, which: np.ndarray, out: np.ndarray,
-                    into: np.ndarray, chunk: int = 2048) -> None:
+                    into: np.ndarray, chunk: int = PARITY_CHUNK) -> None:
         """``out[into] = parity[which]`` of ``message`` (``k x w``) by the FFT, ``chunk``
         columns at a time: only the wanted parity rows are kept (bounded scratch memory)."""
         w = message.shape[1]
