@@ -102,12 +102,14 @@ def test_product_prices_the_kernel_the_product_runs():
                                                           Kernel.GF16_INVERSE_STEP]
     table = {"gf2^16_thin": 2.0, "gf2^16_thin_operand": 3.0, "call": 10.0}
     assert W.price(thin, table) == pytest.approx(72000.0 + 54000.0 + 10.0)
-    # memory-bound kernels (the scalar product, copies, Python around short codes) and
-    # compute-bound ones (blocked products, the RS FFT)
+    # memory-bound kernels (the scalar product, copies, Python around short codes, the FFT
+    # of transforms beyond a core's cache) and compute-bound ones (blocked products, the
+    # RS FFT of smaller transforms)
     assert [k for k in ("gf2^16_thin", "gf2^8_thin_operand", "copy", "call", "place",
                         "gf2^16_inverse_step", "gf2^16_matmul", "gf2^8_product",
-                        "rs_fft_encode") if W.memory_bound(k)] == [
-        "gf2^16_thin", "gf2^8_thin_operand", "copy", "call", "place", "gf2^16_inverse_step"]
+                        "rs_fft_encode", "rs_fft_encode_large") if W.memory_bound(k)] == [
+        "gf2^16_thin", "gf2^8_thin_operand", "copy", "call", "place", "gf2^16_inverse_step",
+        "rs_fft_encode_large"]
     mixed = [W.Work(Kernel.COPY, 30.0), W.Work(Kernel.RS_FFT_ENCODE, 10.0)]
     assert W.memory_share(mixed, {"copy": 1.0, "rs_fft_encode": 7.0}) == pytest.approx(0.3)
     assert W.memory_share([], table) == 0.0
@@ -116,7 +118,7 @@ def test_product_prices_the_kernel_the_product_runs():
 def test_the_cost_table_is_typed():
     """One table, keyed by the kernel enum: a misspelt key is an error, never a silent
     default; the file's string keys are the enum's values."""
-    assert prices.KEYS == tuple(W.DEFAULT_SECONDS) and len(prices.KEYS) == 23
+    assert prices.KEYS == tuple(W.DEFAULT_SECONDS) and len(prices.KEYS) == 24
     assert Kernel.gf("gf2^16", FieldOp.THIN) is Kernel.GF16_THIN
     assert Kernel.gf("float64", FieldOp.PRODUCT) is Kernel.GF8_PRODUCT
     with pytest.raises(KeyError, match="gf2\\^16_thin_operant"):
@@ -303,15 +305,28 @@ def test_calibration_file_version_and_keys(tmp_path):
     table = {k: 1.0 if k.startswith("contention") else 1e-9 for k in calibration.KEYS}
     path = tmp_path / "cal.json"
     doc = calibration.write(table, path, problems={"copy": "fit -1 is not > 0"})
-    assert doc["version"] == calibration.VERSION == 4 and doc["problems"]
+    table["rs_fft_encode_large"] = 3e-9
+    doc = calibration.write(table, path, problems={"copy": "fit -1 is not > 0"})
+    assert doc["version"] == calibration.VERSION == 5 and doc["problems"]
     assert calibration.load(path) == table
-    # version 3 (same keys): read, its per-multiply-add matmul prices as 0
+    # versions 3 and 4 have no rs_fft_encode_large: read as their one FFT encode price
+    older = {k: v for k, v in table.items() if k != "rs_fft_encode_large"}
+    v4 = tmp_path / "v4.json"
+    v4.write_text(json.dumps({"version": 4, "seconds_per_op": older}))
+    assert calibration.load(v4) == {**table, "rs_fft_encode_large": 1e-9}
+    # version 3: its per-multiply-add matmul prices read as 0
     v3 = tmp_path / "v3.json"
-    v3.write_text(json.dumps({"version": 3, "seconds_per_op": table}))
-    assert calibration.load(v3) == {**table, "gf2^8_matmul": 0.0, "gf2^16_matmul": 0.0}
+    v3.write_text(json.dumps({"version": 3, "seconds_per_op": older}))
+    assert calibration.load(v3) == {**table, "rs_fft_encode_large": 1e-9,
+                                    "gf2^8_matmul": 0.0, "gf2^16_matmul": 0.0}
+    # version 5 without the key is not a version 5 file
+    v5 = tmp_path / "v5.json"
+    v5.write_text(json.dumps({"version": 5, "seconds_per_op": older}))
+    with pytest.raises(ConfigError, match="seconds_per_op.rs_fft_encode_large must be"):
+        calibration.load(v5)
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"version": 1, "seconds_per_op": table}))
-    with pytest.raises(ConfigError, match="version 1 file; this model reads versions 3, 4"):
+    with pytest.raises(ConfigError, match="version 1 file; this model reads versions 3, 4, 5"):
         calibration.load(old)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"version": calibration.VERSION,

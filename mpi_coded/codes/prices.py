@@ -30,6 +30,8 @@ Operations per kernel (what a :class:`~mpi_coded.codes.work.Work` counts):
 * ``inverse`` / ``inverse_step``: per ``k^3`` and per pivot step of a ``k x k`` inverse
   (``inverse_step`` 0 in :data:`DEFAULT`, as the runtime's rule prices an inverse);
 * ``rs_fft_encode`` / ``rs_fft_decode``: the RS FFT's counted operations;
+  ``rs_fft_encode_large``: those of an encode whose transforms outgrow a core's cache
+  (:func:`mpi_coded.codes.rs_sub.fft_encode_kernel`; memory-bound);
 * ``copy``: field elements moved; ``call``: one sub-code call (the Python around a
   kernel); ``place``: one partition stacked and placed by a grouped decoding.
 """
@@ -73,6 +75,7 @@ class Kernel(str, Enum):
     GF8_MAP = "gf2^8_map"
     GF16_MAP = "gf2^16_map"
     RS_FFT_ENCODE = "rs_fft_encode"
+    RS_FFT_ENCODE_LARGE = "rs_fft_encode_large"
     RS_FFT_DECODE = "rs_fft_decode"
     CALL = "call"
     PLACE = "place"
@@ -121,13 +124,14 @@ class Contention(str, Enum):
 MEMORY_BOUND: frozenset[Kernel] = frozenset(
     k for k in Kernel if k.op in (FieldOp.THIN, FieldOp.THIN_OPERAND, FieldOp.INVERSE,
                                   FieldOp.INVERSE_STEP)
-) | {Kernel.COPY, Kernel.CALL, Kernel.PLACE}
+) | {Kernel.COPY, Kernel.CALL, Kernel.PLACE, Kernel.RS_FFT_ENCODE_LARGE}
 """Kernels whose speed depends on caches and memory more than on arithmetic: the scalar
-product of a few rows, copies (gathers of rows), and -- though not memory-bound in the
-strict sense -- the Python around short sub-codes (``call``, ``place``) and galois's small
-inverses.  Ranks sharing cores slow them down more than the compute-bound kernels (the
-blocked products, the RS FFT): time slices of other ranks evict their caches and two
-cores share the memory bus (measured values: docs/benchmarks.md)."""
+product of a few rows, copies (gathers of rows), the RS FFT encode of transforms larger
+than a core's cache, and -- though not memory-bound in the strict sense -- the Python
+around short sub-codes (``call``, ``place``) and galois's small inverses.  Ranks sharing
+cores slow them down more than the compute-bound kernels (the blocked products, the RS FFT
+of smaller transforms): time slices of other ranks evict their caches and two cores share
+the memory bus (measured values: docs/benchmarks.md)."""
 
 Price = Kernel | Contention
 KEYS: tuple[str, ...] = tuple(k.value for k in Kernel) + tuple(c.value for c in Contention)
@@ -224,6 +228,7 @@ DEFAULT = CostTable({
     Kernel.GF8_MAP: 1.3e-9,
     Kernel.GF16_MAP: 1.3e-9,
     Kernel.RS_FFT_ENCODE: 5.0e-9,
+    Kernel.RS_FFT_ENCODE_LARGE: 5.0e-9,
     Kernel.RS_FFT_DECODE: 5.0e-9,
     Kernel.CALL: 2.0e-5,
     Kernel.PLACE: 5.0e-6,
@@ -236,4 +241,5 @@ DEFAULT = CostTable({
 """The table the runtime decides with (it reads no calibration): rough prices of a 2-core
 development machine, in the form the runtime's cost rules have always used -- a blocked
 product per multiply-add (``matmul``; ``product`` 0), the scalar kernel per multiply-add
-(``thin_operand`` 0), an inverse per ``k^3`` (``inverse_step`` 0), no contention."""
+(``thin_operand`` 0), an inverse per ``k^3`` (``inverse_step`` 0), the RS FFT encode at one
+price whatever its size (``rs_fft_encode_large`` = ``rs_fft_encode``), no contention."""

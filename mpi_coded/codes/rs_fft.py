@@ -517,6 +517,14 @@ def fft_encode_ops(n: int, k: int, vectors: int = 1) -> int:
     return per * vectors
 
 
+def fft_encode_points(n: int, k: int) -> int:
+    """Points of each transform :meth:`RSCode.parity` runs (``p2`` for ``high``, ``k2`` for
+    ``low``, ``N`` for ``full``): with the columns encoded at once, the transform's working
+    set (:func:`mpi_coded.codes.rs_sub.fft_encode_kernel`)."""
+    kind, big, d_off, p_off, _, _ = _layout(n, k)
+    return d_off if kind == "high" else p_off if kind == "low" else big
+
+
 def fft_decode_ops(n: int, k: int, vectors: int = 1) -> int:
     """Estimated operations of :meth:`RSCode.decode` with one pattern on ``vectors`` columns.
 

@@ -37,14 +37,20 @@ import numpy as np
 from mpi_coded.codes import work as W
 from mpi_coded.codes.mds import DecoderCache
 from mpi_coded.codes.prices import CostTable, Kernel
-from mpi_coded.codes.rs_fft import RSCode, fft_decode_ops, fft_encode_ops, warm_up
+from mpi_coded.codes.rs_fft import (
+    RSCode,
+    fft_decode_ops,
+    fft_encode_ops,
+    fft_encode_points,
+    warm_up,
+)
 from mpi_coded.codes.work import DEFAULT_SECONDS, THIN_ROWS, Table, seconds
 from mpi_coded.errors import ConfigError, NotDecodable
 from mpi_coded.fields import Field
 
 __all__ = ["DECODERS", "DEFAULT_SECONDS", "ENCODERS", "THIN_ROWS", "RSSubCode",
            "choose_decoder", "choose_encoder", "fft_decode_seconds", "fft_decode_work",
-           "fft_encode_seconds", "fft_encode_work", "generator_decode_seconds",
+           "fft_encode_kernel", "fft_encode_seconds", "fft_encode_work", "generator_decode_seconds",
            "generator_decode_work", "generator_encode_seconds", "generator_encode_work",
            "prefer_rs", "seconds"]
 
@@ -55,6 +61,22 @@ DECODERS = ("systematic", "generator", "rs_fft")
 
 PARITY_CHUNK = 2048
 """Columns :meth:`RSSub.parity_rows` encodes at a time (bounded scratch memory)."""
+
+LARGE_FFT_BYTES = 2 << 20
+"""A transform whose working set (its points times the columns encoded at once, 2 bytes
+each) exceeds this is priced as ``rs_fft_encode_large`` (:func:`fft_encode_kernel`)."""
+
+
+def fft_encode_kernel(n: int, k: int, vectors: int) -> Kernel:
+    """The kernel that prices the FFT parity of an ``(n, k)`` code on ``vectors`` columns:
+    ``rs_fft_encode_large`` when a transform's working set, :func:`~mpi_coded.codes.rs_fft.
+    fft_encode_points` ``x min(vectors, PARITY_CHUNK) x 2`` bytes, exceeds
+    :data:`LARGE_FFT_BYTES`, else ``rs_fft_encode``.  The large transforms outgrow a core's
+    cache: per counted operation they take 1.3-1.5x the small ones alone, and more beside
+    other ranks (docs/theory.md (C.4); measured: docs/benchmarks.md)."""
+    cols = min(vectors, PARITY_CHUNK)
+    big = fft_encode_points(n, k) * cols * 2 > LARGE_FFT_BYTES
+    return Kernel.RS_FFT_ENCODE_LARGE if big else Kernel.RS_FFT_ENCODE
 
 
 # --- the calls of each path ------------------------------------------------------------------
@@ -76,7 +98,8 @@ def generator_decode_work(field: str, k: int, vectors: int, cached: bool = False
 
 def fft_encode_work(n: int, k: int, vectors: int) -> list[W.Work]:
     """The FFT parity of ``vectors`` columns (all ``n - k`` parity rows) and its call."""
-    return [W.Work(Kernel.RS_FFT_ENCODE, fft_encode_ops(n, k, vectors)), W.call()]
+    return [W.Work(fft_encode_kernel(n, k, vectors), fft_encode_ops(n, k, vectors)),
+            W.call()]
 
 
 def fft_decode_work(n: int, k: int, vectors: int) -> list[W.Work]:

@@ -1,10 +1,13 @@
 """The calibration file: a measured cost table as a small JSON document
 (``mpi-coded model --calibrate`` writes it, ``model --calibration FILE`` reads it).
 
-Version 4 (:data:`VERSION`): ``seconds_per_op`` holds every key of
+Version 5 (:data:`VERSION`): ``seconds_per_op`` holds every key of
 :data:`mpi_coded.codes.prices.KEYS`; ``problems`` (optional) names the values that are not
 plain measurements (:class:`~mpi_coded.analysis.calibration.measuring.Measurement`).
-Version 3 files, whose keys are the same, are still read: their ``gf2^8_matmul`` and
+Version 4 and 3 files are still read.  They have no ``rs_fft_encode_large`` (version 5's
+price of an FFT encode whose transforms outgrow a core's cache): it is read as their
+``rs_fft_encode``, the one price their model gave every FFT encode.  A version 3 file's
+``gf2^8_matmul`` and
 ``gf2^16_matmul`` (a per-multiply-add price that version 3's model used only for the lt
 fallback) are read as 0, the price a version 4 calibration gives them, so that a blocked
 product is priced by the kernels' estimate alone, as version 3's model priced it.  Older
@@ -30,9 +33,12 @@ from typing import Any
 from mpi_coded.codes.prices import KEYS, FieldOp, Kernel
 from mpi_coded.errors import ConfigError, require
 
-VERSION = 4
-READS = (3, 4)
+VERSION = 5
+READS = (3, 4, 5)
 """The file versions :func:`load` reads."""
+ADDED_IN_5 = {str(Kernel.RS_FFT_ENCODE_LARGE): str(Kernel.RS_FFT_ENCODE)}
+"""Keys version 5 added, and the key an older file's value is read from (module
+docstring)."""
 V3_ZEROED = tuple(str(Kernel.gf(f, FieldOp.MATMUL)) for f in ("gf2^8", "gf2^16"))
 """Keys a version 3 file's values are replaced by 0 for (module docstring)."""
 
@@ -74,6 +80,8 @@ def load(path: str | Path) -> dict[str, float]:
     table = doc.get("seconds_per_op") if isinstance(doc, dict) else None
     require(isinstance(table, dict), "calibration", "has no seconds_per_op table", str(path))
     assert isinstance(table, dict)
+    if version in (3, 4):
+        table = {**table, **{new: table.get(old) for new, old in ADDED_IN_5.items()}}
     for key in KEYS:
         val = table.get(key)
         least, rule = (1.0, ">= 1") if key.startswith("contention") else (0.0, ">= 0")

@@ -48,7 +48,7 @@ from mpi_coded.codes.prices import CostTable, FieldOp, Kernel
 from mpi_coded.codes.work import Table, Work, price
 
 KINDS: Mapping[str, frozenset[Kernel]] = {
-    "fft_encode": frozenset({Kernel.RS_FFT_ENCODE}),
+    "fft_encode": frozenset({Kernel.RS_FFT_ENCODE, Kernel.RS_FFT_ENCODE_LARGE}),
     "fft_decode": frozenset({Kernel.RS_FFT_DECODE}),
     "product": frozenset(Kernel.gf(f, op) for f in ("gf2^8", "gf2^16")
                          for op in (FieldOp.MATMUL, FieldOp.PRODUCT)),

@@ -66,25 +66,29 @@ def _best(fn: Callable[[], object], reps: int = 3) -> float:
     return best
 
 
-PRODUCT_SHAPES = [(9, 18, 1800), (18, 18, 300), (180, 180, 300), (20, 60, 6000)]
+PRODUCT_SHAPES = [(9, 18, 1800), (18, 18, 300), (180, 180, 300), (20, 60, 6000),
+                  (10, 60, 6000), (100, 600, 6000)]
 """Products the ``product`` price is fitted on, beside one large one: a generator row over
 many partitions, a short partition's parity rows and inverse product, a long partition's,
-and the parity rows of a BDC partition of the paper's ``T = 100`` (20 rows of 60)."""
+and the parity rows of BDC partitions of the paper's size (``T = 100``: 10 to 20 rows of
+60; ``T = 10``: 100 rows of 600)."""
 
 
 def product_price(f: Any, shapes: Sequence[tuple[int, int, int]],
                   rng: np.random.Generator, reps: int = 3) -> float:
     """Seconds per nanosecond of the GF kernels' estimate (:func:`mpi_coded.gf_kernels.
-    product_ns`) of ``f.matmul`` on ``shapes``: the best of ``reps`` seconds of each,
-    summed, over the estimates summed."""
+    product_ns`) of ``f.matmul`` on ``shapes``: of each shape, the best of ``reps`` seconds
+    over its estimate; of the shapes, the geometric mean, so that every shape counts the
+    same (a sum would be the largest shape's price, and under-price the short products a
+    code with many partitions runs by 1.3-1.6x: docs/benchmarks.md)."""
     from mpi_coded.gf_kernels import product_ns
 
-    took = est = 0.0
+    logs = []
     for m_, k_, n_ in shapes:
         x, y = f.random((m_, k_), rng), f.random((k_, n_), rng)
-        took += _best(functools.partial(f.matmul, x, y), reps)
-        est += product_ns(m_, k_, n_, f.degree)
-    return took / est
+        took = _best(functools.partial(f.matmul, x, y), reps)
+        logs.append(math.log(max(took, 1e-12) / product_ns(m_, k_, n_, f.degree)))
+    return math.exp(sum(logs) / len(logs))
 
 
 def measure_products(deg: int, quick: bool, out: Measurement,
@@ -188,25 +192,34 @@ def measure_place(quick: bool, out: Measurement, rng: np.random.Generator) -> No
 def measure_rs(quick: bool, out: Measurement, rng: np.random.Generator) -> None:
     """RS codes of the paper's shapes (unified at m = 6000 and 1800, BDC partitions), each
     encoding a 2048-column chunk (the runtime's) and decoding a reducer's outputs: seconds
-    over counted operations, summed over the shapes (the long codes weigh most)."""
+    over counted operations, summed over the shapes (the long codes weigh most).  The
+    encode is fitted twice: ``rs_fft_encode_large`` on the shapes whose transforms outgrow a
+    core's cache (:func:`mpi_coded.codes.rs_sub.fft_encode_kernel`), ``rs_fft_encode`` on
+    the others."""
     from mpi_coded.codes import rs_fft
+    from mpi_coded.codes.rs_sub import fft_encode_kernel
 
     rs_fft.warm_up()
-    shapes = ([(1080, 720, 256, 120), (270, 180, 256, 120), (36, 24, 256, 120)] if quick
+    shapes = ([(2700, 1800, 1800, 120), (1080, 720, 256, 120), (270, 180, 256, 120),
+               (36, 24, 256, 120)] if quick
               else [(9000, 6000, 2048, 1000), (2700, 1800, 1800, 300),
                     (900, 600, 2048, 1000), (270, 180, 1800, 300), (36, 24, 2048, 3000)])
-    enc: list[tuple[float, int]] = []
+    enc: dict[Kernel, list[tuple[float, int]]] = {
+        Kernel.RS_FFT_ENCODE: [], Kernel.RS_FFT_ENCODE_LARGE: []}
     dec: list[tuple[float, int]] = []
     for n, k, v, w in shapes:
         code = rs_fft.RSCode(n, k)
         data = rng.integers(0, 1 << 16, size=(k, v), dtype=np.uint16)
-        enc.append((_best(functools.partial(code.parity, data)), rs_fft.fft_encode_ops(n, k, v)))
+        enc[fft_encode_kernel(n, k, v)].append(
+            (_best(functools.partial(code.parity, data)), rs_fft.fft_encode_ops(n, k, v)))
         word = code.encode(data[:, :w].copy())
         pos = np.sort(rng.choice(n, size=k, replace=False))
         code.decode(pos, word[pos])  # the erasure pattern's locator, once
         dec.append((_best(functools.partial(code.decode, pos, word[pos])),
                     rs_fft.fft_decode_ops(n, k, w)))
-    out.fit(Kernel.RS_FFT_ENCODE, sum(t for t, _ in enc) / sum(o for _, o in enc), 1e-13)
+    for key, got in enc.items():
+        assert got, f"no calibration shape for {key}"
+        out.fit(key, sum(t for t, _ in got) / sum(o for _, o in got), 1e-13)
     out.fit(Kernel.RS_FFT_DECODE, sum(t for t, _ in dec) / sum(o for _, o in dec), 1e-13)
 
 
