@@ -71,4 +71,5 @@ def test_encode_prices_times_every_server_and_prices_its_own_calls():
         assert sum(row["model_share"].values()) == pytest.approx(1.0)
         assert all(x["measured_s"] > 0 and x["model_s"] > 0 for x in row["servers"])
     # unified's parity servers encode with the FFT, and the model says so
-    assert out["by_T"]["1"]["model_share"].get("rs_fft_encode", 0) > 0.5
+    share = out["by_T"]["1"]["model_share"]
+    assert share.get("rs_fft_encode", 0) + share.get("rs_fft_encode_large", 0) > 0.5

@@ -24,7 +24,13 @@ from mpi_coded.codes import prices
 from mpi_coded.codes import work as W
 from mpi_coded.codes.prices import Contention, CostTable, FieldOp, Kernel
 from mpi_coded.codes.rs_fft import fft_encode_ops
-from mpi_coded.codes.rs_sub import RSSubCode, choose_decoder, choose_encoder, prefer_rs
+from mpi_coded.codes.rs_sub import (
+    RSSubCode,
+    choose_decoder,
+    choose_encoder,
+    fft_encode_work,
+    prefer_rs,
+)
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import GFField, get_field
 from mpi_coded.gf_kernels import _choose, _kernel_costs, product_ns
@@ -167,7 +173,7 @@ def test_the_runtime_choice_and_the_model_read_one_price():
         assert prefer_rs(n, k, v, v, t) == (
             choose_decoder(n, k, v, table=t)[0] == "rs_fft"
             or W.price(W.product("gf2^16", n - k, k, v, blocked=True), t) > W.price(
-                [W.Work(Kernel.RS_FFT_ENCODE, fft_encode_ops(n, k, v)), W.call()], t))
+                fft_encode_work(n, k, v), t))
     assert names == {"rs_fft", "generator"}
     # the model: a job's code decides with the runtime's table, and the model's seconds
     # with that table are the prices the rule compared, partition by partition
@@ -304,7 +310,6 @@ def test_lt_falls_back_to_operation_counts():
 def test_calibration_file_version_and_keys(tmp_path):
     table = {k: 1.0 if k.startswith("contention") else 1e-9 for k in calibration.KEYS}
     path = tmp_path / "cal.json"
-    doc = calibration.write(table, path, problems={"copy": "fit -1 is not > 0"})
     table["rs_fft_encode_large"] = 3e-9
     doc = calibration.write(table, path, problems={"copy": "fit -1 is not > 0"})
     assert doc["version"] == calibration.VERSION == 5 and doc["problems"]

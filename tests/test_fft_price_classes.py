@@ -43,8 +43,8 @@ def test_transform_points_follow_the_layout():
     (9000, 6000, 2048, True),      # unified at the paper's size: 4096 x 2048 x 2 = 16 MiB
     (9000, 6000, 6000, True),      # the server's whole 6000 columns: 2048 at a time
     (2700, 1800, 1800, True),      # 1024 x 1800 x 2 = 3.5 MiB
-    (1800, 1200, 1024, False),     # 1024 x 1024 x 2 = 2 MiB: not above the border
-    (1800, 1200, 1025, True),
+    (1800, 1200, 1536, False),     # 1024 x 1536 x 2 = 3 MiB: not above the border
+    (1800, 1200, 1537, True),
     (900, 600, 2048, False),       # a T = 10 partition: 512 x 2048 x 2 = 2 MiB
     (900, 600, 6000, False),       # capped at the runtime's chunk
     (36, 24, 2048, False),
@@ -120,7 +120,7 @@ def test_each_fft_price_is_measured_on_its_own_shapes(monkeypatch):
         slow, fast = ((got.table["rs_fft_encode_large"], got.table["rs_fft_encode"])
                       if large else
                       (got.table["rs_fft_encode"], got.table["rs_fft_encode_large"]))
-        assert slow >= 50e-9 and fast < 10e-9, (large, got.table)
+        assert slow >= 50e-9 and fast < slow / 5, (large, got.table)
 
 
 def test_the_product_price_is_the_geometric_mean_of_its_shapes(monkeypatch):
@@ -138,14 +138,24 @@ def test_the_product_price_is_the_geometric_mean_of_its_shapes(monkeypatch):
         time.sleep(per[shape] * 1e-9 * product_ns(*shape, 16))
         return real(self, a, b)
 
+    F16.warm_up()  # compiled kernels and tables before any timing
+    rng = np.random.default_rng(0)
+    for shape in per:
+        F16.matmul(F16.random(shape[:2], rng), F16.random(shape[1:], rng))
     monkeypatch.setattr(type(F16), "matmul", matmul)
-    got = calib_measure.product_price(F16, [big, small], np.random.default_rng(0), reps=1)
+    got = calib_measure.product_price(F16, [big, small], np.random.default_rng(0), reps=2)
     monkeypatch.undo()
     # a sleep is never shorter, and the work itself adds little at these multiples
     assert 200e-9 <= got < 200e-9 * 1.3, got
 
 
-def test_a_version_4_file_prices_the_paper_as_before():
-    """docs/runs/calibration.json (version 4) reads its one FFT price for both classes."""
+def test_a_version_4_file_reads_one_fft_price_for_both_sizes():
+    """docs/runs/calibration.json (version 4) reads its one FFT price for both classes (the
+    large ones still take the memory contention factor), and so does a partial mapping
+    that gives only ``rs_fft_encode``."""
     table = calibration.load(Path(__file__).resolve().parents[1] / "docs/runs/calibration.json")
     assert table["rs_fft_encode_large"] == table["rs_fft_encode"]
+    partial = prices.CostTable.of({"rs_fft_encode": 7e-10})
+    assert partial.seconds(Kernel.RS_FFT_ENCODE_LARGE) == 7e-10
+    both = prices.CostTable.of({"rs_fft_encode": 7e-10, "rs_fft_encode_large": 9e-10})
+    assert both.seconds(Kernel.RS_FFT_ENCODE_LARGE) == 9e-10

@@ -194,12 +194,18 @@ class CostTable:
     def of(cls, table: CostTable | Mapping[str, float] | Mapping[Price, float] | None
            ) -> CostTable:
         """``table`` as a :class:`CostTable`: None is :data:`DEFAULT`; a mapping overrides
-        :data:`DEFAULT` key by key (an unknown key is a KeyError, never ignored)."""
+        :data:`DEFAULT` key by key (an unknown key is a KeyError, never ignored), and one
+        that gives ``rs_fft_encode`` but not ``rs_fft_encode_large`` prices both FFT
+        encode sizes with it."""
         if table is None:
             return DEFAULT
         if isinstance(table, CostTable):
             return table
-        return DEFAULT.replace(table)  # type: ignore[arg-type]
+        given: dict[str | Price, float] = {parse_key(k): float(v) for k, v in table.items()}
+        if Kernel.RS_FFT_ENCODE in given and Kernel.RS_FFT_ENCODE_LARGE not in given:
+            # one FFT encode price given: it prices both sizes (as before the large one)
+            given[Kernel.RS_FFT_ENCODE_LARGE] = given[Kernel.RS_FFT_ENCODE]
+        return DEFAULT.replace(given)
 
     def check(self) -> list[str]:
         """What is wrong with the values: a price must be finite and ``>= 0``, a factor

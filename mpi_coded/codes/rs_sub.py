@@ -62,9 +62,12 @@ DECODERS = ("systematic", "generator", "rs_fft")
 PARITY_CHUNK = 2048
 """Columns :meth:`RSSub.parity_rows` encodes at a time (bounded scratch memory)."""
 
-LARGE_FFT_BYTES = 2 << 20
+LARGE_FFT_BYTES = 3 << 20
 """A transform whose working set (its points times the columns encoded at once, 2 bytes
-each) exceeds this is priced as ``rs_fft_encode_large`` (:func:`fft_encode_kernel`)."""
+each) exceeds this is priced as ``rs_fft_encode_large`` (:func:`fft_encode_kernel`): 3 MiB,
+between the 2 MiB of a 512-point transform over a 2048-column chunk (0.58-0.70 ns per
+counted operation alone) and the 3.5-4 MiB of a 1024-point one over 1800-2048 columns
+(0.75-0.93 ns; docs/benchmarks.md)."""
 
 
 def fft_encode_kernel(n: int, k: int, vectors: int) -> Kernel:

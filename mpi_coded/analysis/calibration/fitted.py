@@ -1,6 +1,6 @@
 """A calibrated model fitted on short runs of the job itself (docs/theory.md (C.5)).
 
-The table model (:mod:`.predict`) prices every call with 19 kernel prices and 4 contention
+The table model (:mod:`.predict`) prices every call with 20 kernel prices and 4 contention
 factors measured once in microbenchmarks; on a shared 2-core machine those move with the
 minute they were measured in, and a ratio of two ~0.1 s phases built from them moved with
 them (issue 19).  This model keeps the *work* the runtime really does (the same call lists,

@@ -70,8 +70,8 @@ PRODUCT_SHAPES = [(9, 18, 1800), (18, 18, 300), (180, 180, 300), (20, 60, 6000),
                   (10, 60, 6000), (100, 600, 6000)]
 """Products the ``product`` price is fitted on, beside one large one: a generator row over
 many partitions, a short partition's parity rows and inverse product, a long partition's,
-and the parity rows of BDC partitions of the paper's size (``T = 100``: 10 to 20 rows of
-60; ``T = 10``: 100 rows of 600)."""
+and the parity rows of BDC partitions of the paper's size (``T = 100``: 9 to 13 rows of
+60 per server, and 20; ``T = 10``: 100 rows of 600)."""
 
 
 def product_price(f: Any, shapes: Sequence[tuple[int, int, int]],
@@ -96,7 +96,8 @@ def measure_products(deg: int, quick: bool, out: Measurement,
     """The products over GF(2^deg): the scalar kernel (``thin`` per multiply-add and
     ``thin_operand`` per operand element, fitted on one row and six: seconds per operand
     element ``= thin_operand + rows x thin``), the blocked ones (``product``, seconds over
-    the estimate's ns summed over the shapes), the map's chunk (``map``); ``matmul`` 0."""
+    the estimate's ns, geometric mean over the shapes: :func:`product_price`), the map's
+    chunk (``map``); ``matmul`` 0."""
     from mpi_coded.fields import get_field
 
     f = get_field(f"gf2^{deg}")
