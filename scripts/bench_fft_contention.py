@@ -5,9 +5,10 @@ GF(2^16)) encodes with the FFT in both schemes it compares: unified, one code
 (9000, 6000), and BDC at T = 10, ten codes (900, 600). Its parity servers encode at once
 on the machine's cores: six FFT encoders in unified's job; in T = 10's five, beside one
 that encodes with generator rows (``--procs``, default 6, runs that many of either
-shape). The table model (docs/theory.md (C.4)) prices both with one price per counted FFT
-operation and one contention factor for compute-bound kernels
-(``contention_over``, measured on a (2700, 1800) code). This bench measures, for each of
+shape). Version 4 of the table model (docs/theory.md (C.4)) priced both with one price
+per counted FFT operation and one contention factor for compute-bound kernels; version 5
+prices unified's transforms (beyond a core's cache) as ``rs_fft_encode_large``, with the
+memory-bound contention factor, and T = 10's as ``rs_fft_encode``. This bench measures, for each of
 the two shapes, the wall seconds of one server's encode (6000 columns, 2048 at a time, as
 ``mpi_coded.codes.rs_sub.RSSub.parity_rows`` does) alone and in ``--procs`` processes
 started together, and reports
