@@ -423,6 +423,7 @@ class RunContext(Part):
     wait_mode: str | None = optional()
     idle_sleep_s: float | None = optional()
     active_sleep_s: float | None = optional()
+    dormant_sleep_s: float | None = optional()
     ranks_on_node: int | None = optional()
     cores: int | None = optional()
     network: dict[str, Any] | None = optional()

@@ -15,6 +15,7 @@ from mpi_coded.errors import ConfigError
 from mpi_coded.runtime.core import wait
 from mpi_coded.runtime.core.wait import (
     ACTIVE_MAX_SLEEP,
+    DORMANT_SLEEP,
     MAX_IDLE_SLEEP,
     MAX_SLEEP,
     MIN_SLEEP,
@@ -138,9 +139,37 @@ def test_wait_configure_resolves_the_mode_from_ranks_on_the_node_and_cores(
     assert (POLICY.mode, POLICY.ranks_on_node, POLICY.cores) == (want, ranks, cores)
     assert POLICY.idle_sleep == wait.idle_cap(ranks, cores)
     assert POLICY.active_sleep == ACTIVE_MAX_SLEEP
+    assert POLICY.dormant_sleep == max(DORMANT_SLEEP, POLICY.idle_sleep)
     assert POLICY.to_dict() == {"wait_mode": want, "idle_sleep_s": POLICY.idle_sleep,
-                                "active_sleep_s": ACTIVE_MAX_SLEEP, "ranks_on_node": ranks,
-                                "cores": cores}
+                                "active_sleep_s": ACTIVE_MAX_SLEEP,
+                                "dormant_sleep_s": POLICY.dormant_sleep,
+                                "ranks_on_node": ranks, "cores": cores}
+
+
+@pytest.mark.parametrize("idle,want", [
+    (MAX_SLEEP, DORMANT_SLEEP), (2e-3, DORMANT_SLEEP), (8e-3, 8e-3), (MAX_IDLE_SLEEP, 1e-2)])
+def test_wait_dormant_cap_is_5_ms_or_the_idle_cap_when_longer(idle, want):
+    assert wait.dormant_cap(idle) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("mode", ["polite", "busy"])
+def test_wait_a_dormant_wait_backs_off_to_the_dormant_cap_and_active_wins(sleeps, mode):
+    POLICY.mode, POLICY.idle_sleep, POLICY.dormant_sleep = mode, MAX_SLEEP, DORMANT_SLEEP
+    b = POLICY.backoff(dormant=True)
+    for _ in range(12):
+        b.sleep()
+    assert sleeps[0] == pytest.approx(MIN_SLEEP) and sleeps[-1] == pytest.approx(DORMANT_SLEEP)
+    assert max(sleeps) == pytest.approx(DORMANT_SLEEP)
+    assert POLICY.backoff().hi == MAX_SLEEP  # not dormant: the idle cap
+    active = POLICY.backoff(active=True, dormant=True)  # expecting answers: never dormant
+    assert active.hi == (0.0 if mode == "busy" else ACTIVE_MAX_SLEEP)
+
+
+def test_wait_poll_until_dormant_sleeps_up_to_the_dormant_cap(sleeps):
+    POLICY.idle_sleep, POLICY.dormant_sleep = MAX_SLEEP, DORMANT_SLEEP
+    calls = iter([False] * 12 + [True])
+    wait.poll_until(lambda: next(calls), time.monotonic() + 60, "an order", dormant=True)
+    assert len(sleeps) == 12 and max(sleeps) == pytest.approx(DORMANT_SLEEP)
 
 
 def test_wait_configure_refuses_an_unknown_mode():

@@ -12,7 +12,8 @@ Setup: receive the coded block ``X~_n`` once, warm the field up, report READY
   sent (PART) as soon as it is done.  Between sets and during the throttle's
   sleep the machine checks its inbox: a CUT for this step and attempt stops it.
   Then META (a ``TASK_META`` record) reports what was done.
-* IDLE: compute nothing and wait politely (idle CPU and wall time measured).
+* IDLE: compute nothing and wait politely, dormant (a sleep cap of 5 ms,
+  :data:`mpi_coded.runtime.core.wait.DORMANT_SLEEP`; idle CPU and wall time measured).
 * CUT for a step already finished: ignored.  STOP: send STATS.
 
 ``workload = "linreg"`` (:mod:`mpi_coded.cec.workloads`): the machine also
@@ -102,7 +103,9 @@ class Machine:
                 raise P.WireError(f"unexpected {h.kind.name} (step {h.step}) from the master "
                                   f"while waiting for {what}")
             return msg
-        return self.master.recv(kinds, step, self.cfg.timeout_s, what)
+        # preempted (after IDLE, until the next order): wait with the dormant cap
+        return self.master.recv(kinds, step, self.cfg.timeout_s, what,
+                                dormant=self.idle_clock.since is not None)
 
     def cut(self, step: int, attempt: int) -> bool:
         """Whether a CUT for (step, attempt) has arrived (never blocks; keeps other orders)."""

@@ -51,8 +51,9 @@ class Inbox:
         return self.take(expect, step, deadline)
 
     def recv(self, expect: Collection[wire.Kind], step: int | None, deadline: float,
-             what: str) -> Msg:
-        """Wait politely for the next message."""
+             what: str, dormant: bool = False) -> Msg:
+        """Wait politely for the next message (``dormant``: with the dormant cap,
+        :data:`mpi_coded.runtime.core.wait.DORMANT_SLEEP`)."""
         got: list[Msg] = []
 
         def test() -> bool:
@@ -61,7 +62,7 @@ class Inbox:
                 got.append(r)
             return bool(got)
 
-        poll_until(test, deadline, what)
+        poll_until(test, deadline, what, dormant=dormant)
         return got[0]
 
     def cancel(self) -> None:

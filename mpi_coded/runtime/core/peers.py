@@ -207,5 +207,6 @@ class MasterLink:
         self.send(wire.Kind.READY, 0, _host_bytes(), timeout=timeout)
 
     def recv(self, expect: Collection[wire.Kind], step: int | None, timeout: float,
-             what: str) -> Msg:
-        return self.inbox.recv(expect, step, deadline_in(timeout), what)
+             what: str, dormant: bool = False) -> Msg:
+        """The master's next message (``dormant``: this rank has no part until it comes)."""
+        return self.inbox.recv(expect, step, deadline_in(timeout), what, dormant)
