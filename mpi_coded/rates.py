@@ -5,7 +5,8 @@
 the same spelling: a number and a tc unit, ``100mbit``, ``1gbit``, ``1.5Gbit/s``,
 ``250kbit``, ``12.5mbps``, ``5e8bit`` (units are case-insensitive; ``...bit`` are bits
 per second, ``...bps`` bytes per second, as in tc; a trailing ``/s`` is accepted;
-a bare number is bits per second).  Pure: no I/O.
+a bare number is bits per second).  Queue sizes (``mpi-coded cluster up --queue``) are
+bytes in tc's units, :func:`parse_size`.  Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -48,3 +49,31 @@ def format_rate(bps: int) -> str:
         if bps % mult == 0:
             return f"{bps // mult}{unit}"
     return f"{bps}bit"
+
+
+SIZE_UNITS: dict[str, int] = {"b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2,
+                              "g": 1024**3, "gb": 1024**3}
+"""tc's size units in bytes (``kb`` is 1024 bytes, as tc reads it)."""
+
+SIZE_RULE = "must be a size > 0 in bytes like 64mb, 1.25mb, 512kb or 65536 (tc units)"
+
+
+def parse_size(text: str, arg: str) -> int:
+    """A size in bytes (``64mb``, ``1.25mb``, ``512kb``, ``65536``; a bare number is
+    bytes), rounded to an integer; bad input is a ConfigError naming ``arg``."""
+    m = _RATE_RE.fullmatch(str(text))
+    require(m is not None and not m.group(3), arg, SIZE_RULE, text)
+    assert m is not None
+    unit = m.group(2).lower() or "b"
+    require(unit in SIZE_UNITS, arg, SIZE_RULE, text)
+    size = int(round(float(m.group(1)) * SIZE_UNITS[unit]))
+    require(size > 0, arg, SIZE_RULE, text)
+    return size
+
+
+def format_size(size: int) -> str:
+    """``67108864`` -> ``64mb`` (exact units only, else bytes)."""
+    for unit, mult in (("gb", 1024**3), ("mb", 1024**2), ("kb", 1024)):
+        if size % mult == 0:
+            return f"{size // mult}{unit}"
+    return f"{size}b"

@@ -50,6 +50,20 @@ def test_rates_parse_in_tc_units_and_bad_rates_name_the_argument():
             netns.parse_rate(bad)
 
 
+def test_queue_sizes_parse_in_tc_units_and_bad_sizes_name_the_argument():
+    from mpi_coded.rates import format_size, parse_size
+
+    assert parse_size("64mb", "--queue") == 64 * 2**20
+    assert parse_size("1.25MB", "--queue") == 1310720
+    assert parse_size("512k", "--queue") == parse_size("512kb", "--queue") == 524288
+    assert parse_size("65536", "--queue") == 65536
+    assert format_size(64 * 2**20) == "64mb" and format_size(1310720) == "1280kb"
+    assert format_size(1000) == "1000b"
+    for bad in ("0", "-1mb", "1.25mbit", "lots", "", "1mb/s"):
+        with pytest.raises(netns.ConfigError, match=r"^--queue: must be a size > 0"):
+            parse_size(bad, "--queue")
+
+
 def test_a_cluster_is_named_and_addressed_inside_the_block():
     c = netns.plan_cluster("ab1", 3, slots=2, rate="1gbit", rate_of=["2=100mbit"], subnet=7)
     assert c.subnet == "198.18.7.0/24" and c.bridge == "mc-ab1-br"
@@ -70,6 +84,16 @@ def test_a_cluster_is_named_and_addressed_inside_the_block():
     assert ("tc", "-n", "mpi-coded-ab1-node2", "qdisc", "add", "dev", "eth0", "root",
             "tbf", "rate", "100000000bit") == steps[-2].argv[:11]
     assert "qdisc add dev mc-ab1-2 root tbf rate 100000000bit" in steps[-4].stdin
+    # queues: a host's own never drops; the bridge port's is --queue (default as deep)
+    assert steps[-2].argv[-2:] == ("limit", str(netns.HOST_QUEUE))
+    assert f"limit {netns.DEFAULT_QUEUE}" in steps[-4].stdin
+    assert c.queue_bytes == netns.DEFAULT_QUEUE == 64 * 2**20
+    shallow = netns.plan_cluster("ab1", 2, queue="1.25mb")
+    assert shallow.queue_bytes == 1310720
+    s2 = netns.setup_steps(shallow)
+    assert "limit 1310720" in s2[-3].stdin and s2[-1].argv[-1] == str(netns.HOST_QUEUE)
+    assert shallow.network_record("tcp")["queue_bytes"] == 1310720
+    assert netns.Cluster.from_dict(json.loads(json.dumps(shallow.to_dict()))) == shallow
     assert netns.hydra_hostfile(c).splitlines() == ["ab1-node1:2", "ab1-node2:2",
                                                     "ab1-node3:2"]
     args, env = netns.mpi_launch("mpich", c, "/s")
@@ -98,6 +122,9 @@ def test_the_launcher_script_is_clean_shell(work):
     (["--hosts", "2", "--rate-of", "3=1gbit"], "--rate-of: must name a host"),
     (["--hosts", "2", "--rate-of", "2=-5kbit"], "--rate-of: must be a rate > 0"),
     (["--hosts", "2", "--name", "Bad_Name"], "--name: must be 1-6 characters"),
+    (["--hosts", "2", "--queue", "1kb"], "--queue: must be at least 64kb"),
+    (["--hosts", "2", "--queue", "100mbit"], "--queue: must be a size > 0 in bytes"),
+    (["--hosts", "2", "--queue", "0"], "--queue: must be a size > 0 in bytes"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(args, message):
     r = run_cmd([sys.executable, "-m", "mpi_coded", "cluster", "up", *args], timeout=60)
@@ -234,7 +261,7 @@ def _ours(snapshot: dict[str, list[str]], name: str) -> dict[str, list[str]]:
 def test_up_4_then_down_leaves_the_machine_as_found(work):
     _need_namespaces()
     before = _snapshot()
-    c = Emulated(work, 4, "--rate", "100mbit", "--rate-of", "3=50mbit")
+    c = Emulated(work, 4, "--rate", "100mbit", "--rate-of", "3=50mbit", "--queue", "2mb")
     try:
         during = _snapshot()
         assert len(_ours(during, c.name)["netns"]) == 4
@@ -251,6 +278,15 @@ def test_up_4_then_down_leaves_the_machine_as_found(work):
         # ingress shaped on its bridge port
         q = run_cmd(["tc", "qdisc", "show", "dev", h3["port"]], 60)
         assert "tbf" in q.stdout and "rate 50Mbit" in q.stdout
+        # the queues, as tc reads them back: seconds of the rate beyond the burst
+        assert st["queue_bytes"] == 2 * 2**20
+        for where, cmd, limit in (
+                ("port", ["tc", "-j", "qdisc", "show", "dev", h3["port"]], 2 * 2**20),
+                ("eth0", [str(c.dir / "launcher.sh"), h3["host"],
+                          "tc -j qdisc show dev eth0"], netns.HOST_QUEUE)):
+            got = json.loads(run_cmd(cmd, 60).stdout)[0]["options"]
+            want_us = (limit - got["burst"]) / 6.25e6 * 1e6  # 50 Mbit/s in bytes/s
+            assert got["lat"] == pytest.approx(want_us, rel=0.01), (where, got)
         assert (c.dir / "hosts.hydra").read_text().count(":2\n") == 4
         # a network fault by hand: host 3's link down, then up again
         assert c.cli("link", "3", "down").returncode == 0

@@ -37,6 +37,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="every host's link rate, tc units (default 1gbit)")
     u.add_argument("--rate-of", dest="rate_of", action="append", default=[],
                    metavar="HOST=RATE", help="one host's rate (host name or number)")
+    u.add_argument("--queue", default=netns.format_size(netns.DEFAULT_QUEUE),
+                   help="bytes a link queues toward its host before it drops, tc units "
+                        f"(default {netns.format_size(netns.DEFAULT_QUEUE)}: none dropped; "
+                        "e.g. 1.25mb for a switch buffer of 100 ms at 100 Mbit/s)")
     u.add_argument("--subnet", type=int, default=None,
                    help="which /24 of 198.18.0.0/15 (0-511; default: from the name, free)")
     u.add_argument("--slurm", action="store_true",
@@ -82,13 +86,14 @@ def _up(args: argparse.Namespace) -> int:
 
     try:
         c, d, took = manage.up(args.name, args.hosts, args.slots, args.rate, args.rate_of,
-                               args.dir, args.subnet)
+                               args.dir, args.subnet, args.queue)
     except manage.ClusterError as exc:
         return _fail(exc)
     rates = sorted({h.rate for h in c.hosts})
     print(f"cluster {c.name}: {len(c.hosts)} hosts {c.hosts[0].name}..{c.hosts[-1].name} on "
           f"{c.subnet} (bridge {c.bridge} {c.bridge_address}), links {'/'.join(rates)}, "
-          f"{c.slots} slots each; up in {took:.2f} s; state in {d}")
+          f"queues {netns.format_size(c.queue_bytes)}, {c.slots} slots each; "
+          f"up in {took:.2f} s; state in {d}")
     if args.slurm:
         from mpi_coded.cluster import slurm
 
@@ -125,7 +130,8 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(st))
         return 0
     print(f"cluster {st['cluster']}: {st['subnet']}, bridge {st['bridge']} "
-          f"{st['bridge_address']}, {st['slots']} slots per host, state in {st['state_dir']}")
+          f"{st['bridge_address']}, {st['slots']} slots per host, queues "
+          f"{netns.format_size(st['queue_bytes'])}, state in {st['state_dir']}")
     if st["slurm"]:
         print(f"slurm: SLURM_CONF={st['slurm']['conf']}, daemons {st['slurm']['alive']}")
     print(f"{'host':<14} {'address':<15} {'rate':>8} {'link':>7} {'sent B':>14} "

@@ -115,9 +115,10 @@ def load(name: str, directory: str | None) -> tuple[Cluster, Path]:
 
 
 def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
-       directory: str | None, subnet: int | None = None) -> tuple[Cluster, Path, float]:
+       directory: str | None, subnet: int | None = None,
+       queue: str | int = netns.DEFAULT_QUEUE) -> tuple[Cluster, Path, float]:
     """Build the cluster; returns it, its state directory and the seconds it took."""
-    netns.plan_cluster(name, hosts, slots, rate, rate_of)  # bad input first
+    netns.plan_cluster(name, hosts, slots, rate, rate_of, queue=queue)  # bad input first
     why = missing_privilege()
     if why:
         raise ClusterError(why)
@@ -128,7 +129,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
                            f"mpi-coded cluster down --name {name} first")
     if subnet is None:
         subnet = netns.subnet_index(name, used_subnets())
-    c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet)
+    c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet, queue)
     clash = ({h.netns for h in c.hosts} & existing_netns()) | (
         ({c.bridge} | {h.port for h in c.hosts}) & existing_links())
     if clash:
@@ -224,7 +225,8 @@ def status(name: str, directory: str | None) -> dict[str, Any]:
               "netns_present": h.netns in present, "port": h.port, "rate": h.rate,
               "rate_bps": h.rate_bps, **count[h.name]} for h in c.hosts]
     return {"cluster": c.name, "subnet": c.subnet, "bridge": c.bridge,
-            "bridge_address": c.bridge_address, "slots": c.slots, "state_dir": str(d),
+            "bridge_address": c.bridge_address, "slots": c.slots,
+            "queue_bytes": c.queue_bytes, "state_dir": str(d),
             "slurm": slurm.describe(d), "hosts": hosts}
 
 

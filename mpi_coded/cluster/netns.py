@@ -9,7 +9,16 @@ A cluster ``NAME`` of ``H`` hosts is
   ``eth0`` with address ``.(k+1)``; the host name is ``NAME-nodek`` (set in a UTS
   namespace by the launcher);
 * shaping with ``tbf``: the host's egress on its ``eth0``, its ingress on the bridge port
-  (whose egress goes toward the host), both at the host's rate.
+  (whose egress goes toward the host), both at the host's rate.  Each ``tbf`` holds a
+  queue of bytes (``limit``) before it drops: the host's own (``eth0``) always
+  :data:`HOST_QUEUE`, so that, as on a real host, its TCP is slowed by backpressure and
+  never loses a packet to its own queue; the bridge port's (a switch's output port) the
+  cluster's ``queue_bytes`` (``--queue``, default :data:`DEFAULT_QUEUE`: deep enough that
+  nothing is dropped either).  A shallow queue is the real behaviour of many switches,
+  but every drop that costs TCP a retransmission timeout (at least 200 ms) stalls a
+  whole shuffle: with tbf's former 100 ms queues (1.3 MB at 100 Mbit/s) the hosts' own
+  queues dropped tens of thousands of packets a run and one repetition in four of the
+  coded job's shuffle took 1.5-2.2x the others (docs/clusters.md).
 
 Everything here is pure: :func:`setup_steps` and :func:`teardown_steps` return the
 ``ip``/``tc`` command lines (argv lists and batch text) that :mod:`.manage` runs.
@@ -27,7 +36,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mpi_coded.errors import ConfigError, require
-from mpi_coded.rates import format_rate, parse_rate  # the one rate parser (re-exported)
+from mpi_coded.rates import (  # the one rate parser (re-exported)
+    format_rate,
+    format_size,
+    parse_rate,
+    parse_size,
+)
 
 BLOCK = ipaddress.ip_network("198.18.0.0/15")
 """The addresses the emulated clusters use (RFC 2544's benchmarking block)."""
@@ -36,8 +50,12 @@ MAX_HOSTS = 200
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
 DEFAULT_NAME = "mc"
 DEFAULT_RATE = "1gbit"
-TBF_LATENCY = "100ms"
 MIN_BURST = 64 * 1024  # bytes: at least one GSO segment of the veth
+HOST_QUEUE = 64 * 1024 * 1024
+"""Bytes a host's own egress queue (``tbf`` on ``eth0``) holds: more than every TCP socket
+of the host may leave in it (``tcp_limit_output_bytes`` each), so it never drops."""
+DEFAULT_QUEUE = HOST_QUEUE
+"""The bridge ports' queue (``--queue``) unless given: as deep, no drops."""
 
 
 def check_name(name: str) -> str:
@@ -92,6 +110,8 @@ class Cluster:
     bridge_address: str
     slots: int
     hosts: tuple[Host, ...]
+    queue_bytes: int = DEFAULT_QUEUE
+    """The bridge ports' queue in bytes (``--queue``): what a host's link holds toward it."""
 
     @property
     def prefix_len(self) -> int:
@@ -117,13 +137,18 @@ class Cluster:
         return {"cluster": self.name, "emulated": True, "subnet": self.subnet,
                 "hosts": [h.name for h in self.hosts],
                 "rates": {h.name: h.rate for h in self.hosts}, "transport": transport,
+                "queue_bytes": self.queue_bytes,
                 "iface": "eth0"}  # every host's link (runtime/core/linkstats.py counts it)
 
 
 def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE,
-                 rate_of: Sequence[str] = (), subnet: int = 0) -> Cluster:
+                 rate_of: Sequence[str] = (), subnet: int = 0,
+                 queue: str | int = DEFAULT_QUEUE) -> Cluster:
     """Validate the ``up`` arguments and name everything (ConfigError on bad input)."""
     check_name(name)
+    queue_bytes = parse_size(str(queue), "--queue")
+    require(queue_bytes >= MIN_BURST, "--queue",
+            f"must be at least {format_size(MIN_BURST)} (one GSO segment of a link)", queue)
     require(isinstance(hosts, int) and 1 <= hosts <= MAX_HOSTS, "--hosts",
             f"must be an integer from 1 to {MAX_HOSTS}", hosts)
     require(isinstance(slots, int) and slots >= 1, "--slots", "must be an integer >= 1", slots)
@@ -145,7 +170,7 @@ def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE
     addr = [str(a) for a in net.hosts()]
     return Cluster(
         name=name, subnet=str(net), bridge=f"mc-{name}-br", bridge_address=addr[0],
-        slots=slots,
+        slots=slots, queue_bytes=queue_bytes,
         hosts=tuple(Host(index=k, name=n, netns=f"mpi-coded-{n}", port=f"mc-{name}-{k}",
                          address=addr[k], rate_bps=rates[n])
                     for k, n in enumerate(names, start=1)))
@@ -165,10 +190,11 @@ class Step:
     stdin: str = ""
 
 
-def tbf(bps: int) -> list[str]:
-    """``tbf`` arguments for ``bps``: a burst of at least 64 KiB (one GSO segment) or 2 ms."""
+def tbf(bps: int, queue: int) -> list[str]:
+    """``tbf`` arguments for ``bps``: a burst of at least 64 KiB (one GSO segment) or 2 ms,
+    and a queue of ``queue`` bytes before it drops."""
     burst = max(MIN_BURST, bps // 8 // 500)
-    return ["tbf", "rate", f"{bps}bit", "burst", str(burst), "latency", TBF_LATENCY]
+    return ["tbf", "rate", f"{bps}bit", "burst", str(burst), "limit", str(queue)]
 
 
 def setup_steps(c: Cluster) -> list[Step]:
@@ -187,12 +213,12 @@ def setup_steps(c: Cluster) -> list[Step]:
         steps.append(Step(("ip", "-n", h.netns, "-batch", "-"),
                           f"addr add {h.address}/{c.prefix_len} dev eth0\n"
                           "link set lo up\nlink set eth0 up\n"))
-    shape = [" ".join(["qdisc", "add", "dev", h.port, "root", *tbf(h.rate_bps)])
+    shape = [" ".join(["qdisc", "add", "dev", h.port, "root", *tbf(h.rate_bps, c.queue_bytes)])
              for h in c.hosts]
     steps.append(Step(("tc", "-batch", "-"), "\n".join(shape) + "\n"))
     for h in c.hosts:
         steps.append(Step(("tc", "-n", h.netns, "qdisc", "add", "dev", "eth0", "root",
-                           *tbf(h.rate_bps))))
+                           *tbf(h.rate_bps, HOST_QUEUE))))
     return steps
 
 
