@@ -4,7 +4,8 @@ cluster with shaped links, measured beside the network model (docs/theory.md (B.
 In one run, on emulated clusters made by ``mpi-coded cluster`` (root; one host per rank
 with ``--slots 1``: the master on ``node1``, server ``s`` / machine ``n`` on the next
 hosts; a cluster per link setting, named ``t19c*``, always taken down, also on an error
-or Ctrl-C):
+or Ctrl-C; deep queues that drop nothing, the default, and TCP Reno on every host,
+``--tcp`` (:data:`TCP`)):
 
 1. **calibration**, at each rate on the rate's cluster: one MPI message of a few sizes
    between two hosts (round trips with a 1-byte answer, median of the repetitions),
@@ -82,6 +83,14 @@ from mpi_coded.analysis.shuffle_fit import (  # noqa: E402
 SCHEMES = ("uc", "cmr", "unified", "bdc", "lt")
 MODES = ("p2p", "bcast")
 CALIBRATION = ROOT / "docs" / "runs" / "calibration.json"
+TCP = "reno"
+"""The hosts' TCP congestion control (``mpi-coded cluster up --tcp``; a namespace may always
+choose Reno).  Loss-based TCP over the links' deep FIFO queues shares a link's rate among
+the flows crossing it as the model's fluid sharing does.  This machine's own, BBR, paces
+each flow at its estimate of its share, carried over from the previous shuffle (the
+connections idle for the gather between two), and takes round trips to notice a larger
+share: under BBR uc's 8 large flows per host took 1.22-1.30x cmr's time per byte (the
+slowest finisher's transfer, three runs), under Reno about the same (docs/benchmarks.md)."""
 TRAINING = (("p2p", "uc"), ("p2p", "unified"), ("p2p", "cmr"))
 """The shuffle fit's training cases at each rate (docs/theory.md (B.8)): uc's few large
 unicasts and cmr's many small multicasts (both limited by the fabric: its multiplier and
@@ -423,8 +432,8 @@ def link_section(by_rate: Mapping[str, Mapping[str, Any]],
     first = next(iter(by_rate.values()))
     return {"alpha_s": first["alpha_s"], "efficiency": first["efficiency"],
             "fabric_bps": first["fabric_bps"], "rate": first["rate"],
-            "measured_on": "mpi-coded cluster (veth + tbf), MPICH over TCP, "
-                           "scripts/bench_network.py",
+            "measured_on": f"mpi-coded cluster (veth + tbf, deep queues, TCP {TCP}), "
+                           "MPICH over TCP, scripts/bench_network.py",
             "by_rate": {r: {**{k: v[k] for k in ("alpha_s", "efficiency", "fabric_bps",
                                                  "exchange_efficiency")},
                             **({"shuffle_fit": fits[r].to_dict()} if r in fits else {})}
@@ -463,7 +472,8 @@ class Cluster:
                               capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
     def up(self) -> None:
-        args = ["up", "--hosts", str(self.hosts), "--slots", "1", "--rate", self.rate]
+        args = ["up", "--hosts", str(self.hosts), "--slots", "1", "--rate", self.rate,
+                "--tcp", TCP]
         for item in self.rate_of:
             args += ["--rate-of", item]
         r = self.cli(*args)

@@ -94,6 +94,12 @@ def test_a_cluster_is_named_and_addressed_inside_the_block():
     assert "limit 1310720" in s2[-3].stdin and s2[-1].argv[-1] == str(netns.HOST_QUEUE)
     assert shallow.network_record("tcp")["queue_bytes"] == 1310720
     assert netns.Cluster.from_dict(json.loads(json.dumps(shallow.to_dict()))) == shallow
+    # TCP: the machine's unless --tcp names one, then written in every host's namespace
+    assert c.tcp == "" and not any("nsenter" in st.argv for st in steps)
+    reno = netns.setup_steps(netns.plan_cluster("ab1", 2, tcp="reno"))
+    assert [st.argv for st in reno[-2:]] == [
+        ("nsenter", f"--net=/run/netns/mpi-coded-ab1-node{k}", "sh", "-c",
+         "echo reno > /proc/sys/net/ipv4/tcp_congestion_control") for k in (1, 2)]
     assert netns.hydra_hostfile(c).splitlines() == ["ab1-node1:2", "ab1-node2:2",
                                                     "ab1-node3:2"]
     args, env = netns.mpi_launch("mpich", c, "/s")
@@ -125,6 +131,8 @@ def test_the_launcher_script_is_clean_shell(work):
     (["--hosts", "2", "--queue", "1kb"], "--queue: must be at least 64kb"),
     (["--hosts", "2", "--queue", "100mbit"], "--queue: must be a size > 0 in bytes"),
     (["--hosts", "2", "--queue", "0"], "--queue: must be a size > 0 in bytes"),
+    (["--hosts", "2", "--tcp", "reno; reboot"], "--tcp: must be the name of a TCP"),
+    (["--hosts", "2", "--tcp", "nosuchcc"], "--tcp: must be one a network namespace may"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(args, message):
     r = run_cmd([sys.executable, "-m", "mpi_coded", "cluster", "up", *args], timeout=60)
@@ -261,7 +269,8 @@ def _ours(snapshot: dict[str, list[str]], name: str) -> dict[str, list[str]]:
 def test_up_4_then_down_leaves_the_machine_as_found(work):
     _need_namespaces()
     before = _snapshot()
-    c = Emulated(work, 4, "--rate", "100mbit", "--rate-of", "3=50mbit", "--queue", "2mb")
+    c = Emulated(work, 4, "--rate", "100mbit", "--rate-of", "3=50mbit", "--queue", "2mb",
+                 "--tcp", "reno")
     try:
         during = _snapshot()
         assert len(_ours(during, c.name)["netns"]) == 4
@@ -279,7 +288,10 @@ def test_up_4_then_down_leaves_the_machine_as_found(work):
         q = run_cmd(["tc", "qdisc", "show", "dev", h3["port"]], 60)
         assert "tbf" in q.stdout and "rate 50Mbit" in q.stdout
         # the queues, as tc reads them back: seconds of the rate beyond the burst
-        assert st["queue_bytes"] == 2 * 2**20
+        assert st["queue_bytes"] == 2 * 2**20 and st["tcp"] == "reno"
+        r = run_cmd([str(c.dir / "launcher.sh"), h3["host"],
+                     "cat /proc/sys/net/ipv4/tcp_congestion_control"], 60)
+        assert r.stdout.strip() == "reno", r
         for where, cmd, limit in (
                 ("port", ["tc", "-j", "qdisc", "show", "dev", h3["port"]], 2 * 2**20),
                 ("eth0", [str(c.dir / "launcher.sh"), h3["host"],

@@ -41,6 +41,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                    help="bytes a link queues toward its host before it drops, tc units "
                         f"(default {netns.format_size(netns.DEFAULT_QUEUE)}: none dropped; "
                         "e.g. 1.25mb for a switch buffer of 100 ms at 100 Mbit/s)")
+    u.add_argument("--tcp", default="",
+                   help="TCP congestion control of every host, one a network namespace may "
+                        "choose (default: this machine's; e.g. reno)")
     u.add_argument("--subnet", type=int, default=None,
                    help="which /24 of 198.18.0.0/15 (0-511; default: from the name, free)")
     u.add_argument("--slurm", action="store_true",
@@ -86,13 +89,13 @@ def _up(args: argparse.Namespace) -> int:
 
     try:
         c, d, took = manage.up(args.name, args.hosts, args.slots, args.rate, args.rate_of,
-                               args.dir, args.subnet, args.queue)
+                               args.dir, args.subnet, args.queue, args.tcp)
     except manage.ClusterError as exc:
         return _fail(exc)
     rates = sorted({h.rate for h in c.hosts})
     print(f"cluster {c.name}: {len(c.hosts)} hosts {c.hosts[0].name}..{c.hosts[-1].name} on "
           f"{c.subnet} (bridge {c.bridge} {c.bridge_address}), links {'/'.join(rates)}, "
-          f"queues {netns.format_size(c.queue_bytes)}, {c.slots} slots each; "
+          f"queues {netns.format_size(c.queue_bytes)}, TCP {c.tcp}, {c.slots} slots each; "
           f"up in {took:.2f} s; state in {d}")
     if args.slurm:
         from mpi_coded.cluster import slurm
@@ -131,7 +134,8 @@ def _status(args: argparse.Namespace) -> int:
         return 0
     print(f"cluster {st['cluster']}: {st['subnet']}, bridge {st['bridge']} "
           f"{st['bridge_address']}, {st['slots']} slots per host, queues "
-          f"{netns.format_size(st['queue_bytes'])}, state in {st['state_dir']}")
+          f"{netns.format_size(st['queue_bytes'])}, TCP {st['tcp']}, "
+          f"state in {st['state_dir']}")
     if st["slurm"]:
         print(f"slurm: SLURM_CONF={st['slurm']['conf']}, daemons {st['slurm']['alive']}")
     print(f"{'host':<14} {'address':<15} {'rate':>8} {'link':>7} {'sent B':>14} "

@@ -114,11 +114,37 @@ def load(name: str, directory: str | None) -> tuple[Cluster, Path]:
     return Cluster.from_dict(json.loads(f.read_text())), d
 
 
+def tcp_choices() -> tuple[str, list[str]]:
+    """This machine's TCP congestion control and those a network namespace may choose
+    (``net.ipv4.tcp_allowed_congestion_control``; a namespace may not pick the others)."""
+    base = Path(netns.TCP_SYSCTL)
+    try:
+        default = base.read_text().strip()
+        allowed = (base.parent / "tcp_allowed_congestion_control").read_text().split()
+    except OSError:  # pragma: no cover - not Linux
+        return "", []
+    return default, allowed
+
+
+def check_tcp(tcp: str) -> str:
+    """``tcp`` if a host's namespace may choose it, else the ClusterError naming ``--tcp``;
+    empty: the machine's own (what the namespaces inherit)."""
+    default, allowed = tcp_choices()
+    if not tcp:
+        return default
+    if tcp not in allowed and tcp != default:
+        raise ClusterError(f"--tcp: must be one a network namespace may choose here "
+                           f"(net.ipv4.tcp_allowed_congestion_control: {' '.join(allowed)}) "
+                           f"(got {tcp})")
+    return tcp
+
+
 def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
        directory: str | None, subnet: int | None = None,
-       queue: str | int = netns.DEFAULT_QUEUE) -> tuple[Cluster, Path, float]:
+       queue: str | int = netns.DEFAULT_QUEUE, tcp: str = "") -> tuple[Cluster, Path, float]:
     """Build the cluster; returns it, its state directory and the seconds it took."""
-    netns.plan_cluster(name, hosts, slots, rate, rate_of, queue=queue)  # bad input first
+    netns.plan_cluster(name, hosts, slots, rate, rate_of, queue=queue, tcp=tcp)  # bad input
+    tcp = check_tcp(tcp)
     why = missing_privilege()
     if why:
         raise ClusterError(why)
@@ -129,7 +155,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
                            f"mpi-coded cluster down --name {name} first")
     if subnet is None:
         subnet = netns.subnet_index(name, used_subnets())
-    c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet, queue)
+    c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet, queue, tcp)
     clash = ({h.netns for h in c.hosts} & existing_netns()) | (
         ({c.bridge} | {h.port for h in c.hosts}) & existing_links())
     if clash:
@@ -226,7 +252,7 @@ def status(name: str, directory: str | None) -> dict[str, Any]:
               "rate_bps": h.rate_bps, **count[h.name]} for h in c.hosts]
     return {"cluster": c.name, "subnet": c.subnet, "bridge": c.bridge,
             "bridge_address": c.bridge_address, "slots": c.slots,
-            "queue_bytes": c.queue_bytes, "state_dir": str(d),
+            "queue_bytes": c.queue_bytes, "tcp": c.tcp, "state_dir": str(d),
             "slurm": slurm.describe(d), "hosts": hosts}
 
 

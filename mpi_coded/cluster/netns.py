@@ -19,6 +19,8 @@ A cluster ``NAME`` of ``H`` hosts is
   whole shuffle: with tbf's former 100 ms queues (1.3 MB at 100 Mbit/s) the hosts' own
   queues dropped tens of thousands of packets a run and one repetition in four of the
   coded job's shuffle took 1.5-2.2x the others (docs/clusters.md).
+* TCP's congestion control on every host (``--tcp``; default: the machine's own, which
+  new namespaces inherit), written to the host's ``net.ipv4.tcp_congestion_control``.
 
 Everything here is pure: :func:`setup_steps` and :func:`teardown_steps` return the
 ``ip``/``tc`` command lines (argv lists and batch text) that :mod:`.manage` runs.
@@ -48,9 +50,12 @@ BLOCK = ipaddress.ip_network("198.18.0.0/15")
 SUBNETS = BLOCK.num_addresses // 256  # 512 /24s
 MAX_HOSTS = 200
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
+TCP_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
 DEFAULT_NAME = "mc"
 DEFAULT_RATE = "1gbit"
 MIN_BURST = 64 * 1024  # bytes: at least one GSO segment of the veth
+NETNS_DIR = "/run/netns"  # where ip netns keeps the namespaces
+TCP_SYSCTL = "/proc/sys/net/ipv4/tcp_congestion_control"  # per network namespace
 HOST_QUEUE = 64 * 1024 * 1024
 """Bytes a host's own egress queue (``tbf`` on ``eth0``) holds: more than every TCP socket
 of the host may leave in it (``tcp_limit_output_bytes`` each), so it never drops."""
@@ -112,6 +117,9 @@ class Cluster:
     hosts: tuple[Host, ...]
     queue_bytes: int = DEFAULT_QUEUE
     """The bridge ports' queue in bytes (``--queue``): what a host's link holds toward it."""
+    tcp: str = ""
+    """TCP congestion control set on every host (``--tcp``); empty: the machine's, left as
+    the namespaces inherit it."""
 
     @property
     def prefix_len(self) -> int:
@@ -137,15 +145,18 @@ class Cluster:
         return {"cluster": self.name, "emulated": True, "subnet": self.subnet,
                 "hosts": [h.name for h in self.hosts],
                 "rates": {h.name: h.rate for h in self.hosts}, "transport": transport,
-                "queue_bytes": self.queue_bytes,
+                "queue_bytes": self.queue_bytes, "tcp": self.tcp,
                 "iface": "eth0"}  # every host's link (runtime/core/linkstats.py counts it)
 
 
 def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE,
                  rate_of: Sequence[str] = (), subnet: int = 0,
-                 queue: str | int = DEFAULT_QUEUE) -> Cluster:
-    """Validate the ``up`` arguments and name everything (ConfigError on bad input)."""
+                 queue: str | int = DEFAULT_QUEUE, tcp: str = "") -> Cluster:
+    """Validate the ``up`` arguments and name everything (ConfigError on bad input;
+    whether the kernel offers ``tcp`` is :mod:`.manage`'s check)."""
     check_name(name)
+    require(tcp == "" or bool(TCP_RE.match(tcp)), "--tcp",
+            "must be the name of a TCP congestion control like reno or bbr", tcp)
     queue_bytes = parse_size(str(queue), "--queue")
     require(queue_bytes >= MIN_BURST, "--queue",
             f"must be at least {format_size(MIN_BURST)} (one GSO segment of a link)", queue)
@@ -170,7 +181,7 @@ def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE
     addr = [str(a) for a in net.hosts()]
     return Cluster(
         name=name, subnet=str(net), bridge=f"mc-{name}-br", bridge_address=addr[0],
-        slots=slots, queue_bytes=queue_bytes,
+        slots=slots, queue_bytes=queue_bytes, tcp=tcp,
         hosts=tuple(Host(index=k, name=n, netns=f"mpi-coded-{n}", port=f"mc-{name}-{k}",
                          address=addr[k], rate_bps=rates[n])
                     for k, n in enumerate(names, start=1)))
@@ -219,6 +230,10 @@ def setup_steps(c: Cluster) -> list[Step]:
     for h in c.hosts:
         steps.append(Step(("tc", "-n", h.netns, "qdisc", "add", "dev", "eth0", "root",
                            *tbf(h.rate_bps, HOST_QUEUE))))
+    if c.tcp:
+        for h in c.hosts:
+            steps.append(Step(("nsenter", f"--net={NETNS_DIR}/{h.netns}", "sh", "-c",
+                               f"echo {c.tcp} > {TCP_SYSCTL}")))
     return steps
 
 
