@@ -89,8 +89,9 @@ choose Reno).  Loss-based TCP over the links' deep FIFO queues shares a link's r
 the flows crossing it as the model's fluid sharing does.  This machine's own, BBR, paces
 each flow at its estimate of its share, carried over from the previous shuffle (the
 connections idle for the gather between two), and takes round trips to notice a larger
-share: under BBR uc's 8 large flows per host took 1.22-1.30x cmr's time per byte (the
-slowest finisher's transfer, three runs), under Reno about the same (docs/benchmarks.md)."""
+share: under BBR uc's 8 large flows per host took 1.22-1.34x cmr's transfer time for
+1.14x the bytes (the slowest finisher's, three runs), under Reno 1.10-1.18x
+(docs/benchmarks.md, "The network")."""
 TRAINING = (("p2p", "uc"), ("p2p", "unified"), ("p2p", "cmr"))
 """The shuffle fit's training cases at each rate (docs/theory.md (B.8)): uc's few large
 unicasts and cmr's many small multicasts (both limited by the fabric: its multiplier and

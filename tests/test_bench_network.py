@@ -213,6 +213,10 @@ def test_quick_bench_runs_on_an_emulated_cluster_and_leaves_nothing_behind():
         assert set(res["shuffle_measured_over_model"]) == {"100mbit/p2p/uc",
                                                            "100mbit/p2p/cmr"}
         assert all(v > 0 for v in res["shuffle_measured_over_model"].values())
+        # the jobs ran on the bench's network: deep queues, TCP Reno (their config lines)
+        cfg = json.loads((out / "coded-100mbit-uc-p2p.jsonl").read_text().splitlines()[0])
+        assert cfg["kind"] == "config" and cfg["network"]["tcp"] == "reno"
+        assert cfg["network"]["queue_bytes"] == 64 * 2**20
         el = res["elastic"]["100mbit"]["small"]
         assert el["uncoded"]["measured"]["bytes_moved"] == el["uncoded"]["model"]["bytes_moved"]
         assert el["uncoded"]["measured"]["bytes_moved"] > 0
