@@ -11,6 +11,7 @@ bytes in tc's units, :func:`parse_size`.  Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 import re
 
 from mpi_coded.errors import require
@@ -38,7 +39,9 @@ def parse_rate(text: str, arg: str = "--rate") -> int:
     unit = m.group(2).lower() or "bit"
     require(unit in UNITS and not (m.group(3) and unit.endswith("bps")), arg, RATE_RULE,
             text)
-    bps = int(round(float(m.group(1)) * UNITS[unit]))
+    value = float(m.group(1)) * UNITS[unit]
+    require(math.isfinite(value), arg, RATE_RULE, text)
+    bps = int(round(value))
     require(bps > 0, arg, RATE_RULE, text)
     return bps
 
@@ -66,7 +69,9 @@ def parse_size(text: str, arg: str) -> int:
     assert m is not None
     unit = m.group(2).lower() or "b"
     require(unit in SIZE_UNITS, arg, SIZE_RULE, text)
-    size = int(round(float(m.group(1)) * SIZE_UNITS[unit]))
+    value = float(m.group(1)) * SIZE_UNITS[unit]
+    require(math.isfinite(value), arg, SIZE_RULE, text)
+    size = int(round(value))
     require(size > 0, arg, SIZE_RULE, text)
     return size
 

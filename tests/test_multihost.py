@@ -59,9 +59,11 @@ def test_queue_sizes_parse_in_tc_units_and_bad_sizes_name_the_argument():
     assert parse_size("65536", "--queue") == 65536
     assert format_size(64 * 2**20) == "64mb" and format_size(1310720) == "1280kb"
     assert format_size(1000) == "1000b"
-    for bad in ("0", "-1mb", "1.25mbit", "lots", "", "1mb/s"):
+    for bad in ("0", "-1mb", "1.25mbit", "lots", "", "1mb/s", "1e400", "1e400mb"):
         with pytest.raises(netns.ConfigError, match=r"^--queue: must be a size > 0"):
             parse_size(bad, "--queue")
+    with pytest.raises(netns.ConfigError, match=r"^--rate: must be a rate > 0"):
+        netns.parse_rate("1e400mbit")
 
 
 def test_a_cluster_is_named_and_addressed_inside_the_block():
@@ -94,6 +96,14 @@ def test_a_cluster_is_named_and_addressed_inside_the_block():
     assert "limit 1310720" in s2[-3].stdin and s2[-1].argv[-1] == str(netns.HOST_QUEUE)
     assert shallow.network_record("tcp")["queue_bytes"] == 1310720
     assert netns.Cluster.from_dict(json.loads(json.dumps(shallow.to_dict()))) == shallow
+    # the state of a cluster made before queues and TCP were set: not known, not invented
+    legacy = {k: v for k, v in shallow.to_dict().items()
+              if k not in ("queue_bytes", "tcp", "tcp_set")}
+    old = netns.Cluster.from_dict(legacy)
+    assert (old.queue_bytes, old.tcp, old.tcp_set) == (None, "", False)
+    assert old.network_record("tcp")["queue_bytes"] is None
+    with pytest.raises(netns.ConfigError, match=r"^--tcp: must be the name"):
+        netns.plan_cluster("ab1", 2, tcp="reno\n")
     # TCP: the machine's unless --tcp names one, then written in every host's namespace
     assert c.tcp == "" and not any("nsenter" in st.argv for st in steps)
     reno = netns.setup_steps(netns.plan_cluster("ab1", 2, tcp="reno"))
@@ -129,6 +139,8 @@ def test_the_launcher_script_is_clean_shell(work):
     (["--hosts", "2", "--rate-of", "2=-5kbit"], "--rate-of: must be a rate > 0"),
     (["--hosts", "2", "--name", "Bad_Name"], "--name: must be 1-6 characters"),
     (["--hosts", "2", "--queue", "1kb"], "--queue: must be at least 64kb"),
+    (["--hosts", "2", "--queue", "4gb"], "--queue: must be at least 64kb (one GSO segment of "
+                                         "a link) and below 4gb"),
     (["--hosts", "2", "--queue", "100mbit"], "--queue: must be a size > 0 in bytes"),
     (["--hosts", "2", "--queue", "0"], "--queue: must be a size > 0 in bytes"),
     (["--hosts", "2", "--tcp", "reno; reboot"], "--tcp: must be the name of a TCP"),
@@ -319,7 +331,14 @@ def test_up_16_hosts_and_down_take_seconds(work):
     try:
         took = float(re.search(r"up in ([0-9.]+) s", c.up_output).group(1))  # type: ignore
         assert took < 5.0, c.up_output
-        assert len(c.status()["hosts"]) == 16
+        st = c.status()
+        assert len(st["hosts"]) == 16
+        # no --tcp: the hosts keep the machine's congestion control, and the state says which
+        mine = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+        assert st["tcp"] == mine and st["queue_bytes"] == netns.DEFAULT_QUEUE
+        r = run_cmd([str(c.dir / "launcher.sh"), st["hosts"][15]["host"],
+                     "cat /proc/sys/net/ipv4/tcp_congestion_control"], 60)
+        assert r.stdout.strip() == mine, r
     finally:
         r = c.cli("down")
     assert r.returncode == 0, r.stderr

@@ -79,6 +79,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def _queue(size: int | None) -> str:
+    """A queue's size as tc writes it; an older cluster's state has none (100 ms)."""
+    return "100 ms (older cluster)" if size is None else netns.format_size(size)
+
+
 def _fail(exc: Exception) -> int:
     print(f"mpi-coded cluster: error: {exc}", file=sys.stderr)
     return EXIT_BAD_INPUT
@@ -95,7 +100,7 @@ def _up(args: argparse.Namespace) -> int:
     rates = sorted({h.rate for h in c.hosts})
     print(f"cluster {c.name}: {len(c.hosts)} hosts {c.hosts[0].name}..{c.hosts[-1].name} on "
           f"{c.subnet} (bridge {c.bridge} {c.bridge_address}), links {'/'.join(rates)}, "
-          f"queues {netns.format_size(c.queue_bytes)}, TCP {c.tcp}, {c.slots} slots each; "
+          f"queues {_queue(c.queue_bytes)}, TCP {c.tcp}, {c.slots} slots each; "
           f"up in {took:.2f} s; state in {d}")
     if args.slurm:
         from mpi_coded.cluster import slurm
@@ -134,7 +139,7 @@ def _status(args: argparse.Namespace) -> int:
         return 0
     print(f"cluster {st['cluster']}: {st['subnet']}, bridge {st['bridge']} "
           f"{st['bridge_address']}, {st['slots']} slots per host, queues "
-          f"{netns.format_size(st['queue_bytes'])}, TCP {st['tcp']}, "
+          f"{_queue(st['queue_bytes'])}, TCP {st['tcp'] or '?'}, "
           f"state in {st['state_dir']}")
     if st["slurm"]:
         print(f"slurm: SLURM_CONF={st['slurm']['conf']}, daemons {st['slurm']['alive']}")

@@ -9,6 +9,7 @@ missing.  Never imports mpi4py.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -144,7 +145,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
        queue: str | int = netns.DEFAULT_QUEUE, tcp: str = "") -> tuple[Cluster, Path, float]:
     """Build the cluster; returns it, its state directory and the seconds it took."""
     netns.plan_cluster(name, hosts, slots, rate, rate_of, queue=queue, tcp=tcp)  # bad input
-    tcp = check_tcp(tcp)
+    effective = check_tcp(tcp)
     why = missing_privilege()
     if why:
         raise ClusterError(why)
@@ -156,6 +157,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
     if subnet is None:
         subnet = netns.subnet_index(name, used_subnets())
     c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet, queue, tcp)
+    c = dataclasses.replace(c, tcp=effective)  # recorded either way; written only if given
     clash = ({h.netns for h in c.hosts} & existing_netns()) | (
         ({c.bridge} | {h.port for h in c.hosts}) & existing_links())
     if clash:

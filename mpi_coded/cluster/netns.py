@@ -19,8 +19,9 @@ A cluster ``NAME`` of ``H`` hosts is
   whole shuffle: with tbf's former 100 ms queues (1.3 MB at 100 Mbit/s) the hosts' own
   queues dropped tens of thousands of packets a run and one repetition in four of the
   coded job's shuffle took 1.5-2.2x the others (docs/clusters.md).
-* TCP's congestion control on every host (``--tcp``; default: the machine's own, which
-  new namespaces inherit), written to the host's ``net.ipv4.tcp_congestion_control``.
+* TCP's congestion control on every host: ``--tcp`` writes it to each host's
+  ``net.ipv4.tcp_congestion_control``; without it the hosts keep the machine's own, which
+  new namespaces inherit (the cluster records which it is either way).
 
 Everything here is pure: :func:`setup_steps` and :func:`teardown_steps` return the
 ``ip``/``tc`` command lines (argv lists and batch text) that :mod:`.manage` runs.
@@ -50,7 +51,7 @@ BLOCK = ipaddress.ip_network("198.18.0.0/15")
 SUBNETS = BLOCK.num_addresses // 256  # 512 /24s
 MAX_HOSTS = 200
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")
-TCP_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+TCP_RE = re.compile(r"[a-z][a-z0-9_]{0,14}")  # fullmatch: a kernel name, 15 characters
 DEFAULT_NAME = "mc"
 DEFAULT_RATE = "1gbit"
 MIN_BURST = 64 * 1024  # bytes: at least one GSO segment of the veth
@@ -61,6 +62,7 @@ HOST_QUEUE = 64 * 1024 * 1024
 of the host may leave in it (``tcp_limit_output_bytes`` each), so it never drops."""
 DEFAULT_QUEUE = HOST_QUEUE
 """The bridge ports' queue (``--queue``) unless given: as deep, no drops."""
+MAX_QUEUE = 4 * 1024**3  # tbf's limit is a 32-bit count of bytes
 
 
 def check_name(name: str) -> str:
@@ -115,11 +117,13 @@ class Cluster:
     bridge_address: str
     slots: int
     hosts: tuple[Host, ...]
-    queue_bytes: int = DEFAULT_QUEUE
-    """The bridge ports' queue in bytes (``--queue``): what a host's link holds toward it."""
+    queue_bytes: int | None = None
+    """The bridge ports' queue in bytes (``--queue``): what a host's link holds toward it;
+    None in the state of a cluster made before queues were set (100 ms of its rate)."""
     tcp: str = ""
-    """TCP congestion control set on every host (``--tcp``); empty: the machine's, left as
-    the namespaces inherit it."""
+    """The hosts' TCP congestion control (empty in an older cluster's state: not known)."""
+    tcp_set: bool = False
+    """Whether ``up`` wrote ``tcp`` into every host (``--tcp``) or the hosts inherited it."""
 
     @property
     def prefix_len(self) -> int:
@@ -155,11 +159,12 @@ def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE
     """Validate the ``up`` arguments and name everything (ConfigError on bad input;
     whether the kernel offers ``tcp`` is :mod:`.manage`'s check)."""
     check_name(name)
-    require(tcp == "" or bool(TCP_RE.match(tcp)), "--tcp",
+    require(tcp == "" or TCP_RE.fullmatch(tcp) is not None, "--tcp",
             "must be the name of a TCP congestion control like reno or bbr", tcp)
     queue_bytes = parse_size(str(queue), "--queue")
-    require(queue_bytes >= MIN_BURST, "--queue",
-            f"must be at least {format_size(MIN_BURST)} (one GSO segment of a link)", queue)
+    require(MIN_BURST <= queue_bytes < MAX_QUEUE, "--queue",
+            f"must be at least {format_size(MIN_BURST)} (one GSO segment of a link) and below "
+            f"{format_size(MAX_QUEUE)} (tc's limit)", queue)
     require(isinstance(hosts, int) and 1 <= hosts <= MAX_HOSTS, "--hosts",
             f"must be an integer from 1 to {MAX_HOSTS}", hosts)
     require(isinstance(slots, int) and slots >= 1, "--slots", "must be an integer >= 1", slots)
@@ -181,7 +186,7 @@ def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE
     addr = [str(a) for a in net.hosts()]
     return Cluster(
         name=name, subnet=str(net), bridge=f"mc-{name}-br", bridge_address=addr[0],
-        slots=slots, queue_bytes=queue_bytes, tcp=tcp,
+        slots=slots, queue_bytes=queue_bytes, tcp=tcp, tcp_set=bool(tcp),
         hosts=tuple(Host(index=k, name=n, netns=f"mpi-coded-{n}", port=f"mc-{name}-{k}",
                          address=addr[k], rate_bps=rates[n])
                     for k, n in enumerate(names, start=1)))
@@ -224,13 +229,14 @@ def setup_steps(c: Cluster) -> list[Step]:
         steps.append(Step(("ip", "-n", h.netns, "-batch", "-"),
                           f"addr add {h.address}/{c.prefix_len} dev eth0\n"
                           "link set lo up\nlink set eth0 up\n"))
-    shape = [" ".join(["qdisc", "add", "dev", h.port, "root", *tbf(h.rate_bps, c.queue_bytes)])
+    port_queue = DEFAULT_QUEUE if c.queue_bytes is None else c.queue_bytes
+    shape = [" ".join(["qdisc", "add", "dev", h.port, "root", *tbf(h.rate_bps, port_queue)])
              for h in c.hosts]
     steps.append(Step(("tc", "-batch", "-"), "\n".join(shape) + "\n"))
     for h in c.hosts:
         steps.append(Step(("tc", "-n", h.netns, "qdisc", "add", "dev", "eth0", "root",
                            *tbf(h.rate_bps, HOST_QUEUE))))
-    if c.tcp:
+    if c.tcp_set:
         for h in c.hosts:
             steps.append(Step(("nsenter", f"--net={NETNS_DIR}/{h.netns}", "sh", "-c",
                                f"echo {c.tcp} > {TCP_SYSCTL}")))

@@ -12,8 +12,9 @@ Setup: receive the coded block ``X~_n`` once, warm the field up, report READY
   sent (PART) as soon as it is done.  Between sets and during the throttle's
   sleep the machine checks its inbox: a CUT for this step and attempt stops it.
   Then META (a ``TASK_META`` record) reports what was done.
-* IDLE: compute nothing and wait politely, dormant (a sleep cap of 5 ms,
-  :data:`mpi_coded.runtime.core.wait.DORMANT_SLEEP`; idle CPU and wall time measured).
+* IDLE: compute nothing and wait politely, dormant (a sleep cap of 5 ms, or the node's
+  idle cap when longer: :data:`mpi_coded.runtime.core.wait.DORMANT_SLEEP`; idle CPU and
+  wall time measured).
 * CUT for a step already finished: ignored.  STOP: send STATS.
 
 ``workload = "linreg"`` (:mod:`mpi_coded.cec.workloads`): the machine also
