@@ -27,23 +27,33 @@ RATE_RULE = "must be a rate > 0 like 100mbit, 1gbit, 1.5Gbit/s or 12.5mbps (tc u
 _RATE_RE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)(/s)?\s*")
 
 
+def _quantity(text: str, arg: str, rule: str, units: dict[str, int], bare: str,
+              per_second: bool) -> int:
+    """``text`` as a number and one of ``units`` (``bare`` when none is written; a trailing
+    ``/s`` only where ``per_second``, and not after a ``...bps`` unit), in the base unit,
+    rounded; not finite, not > 0, unparsable or an unknown unit: the ConfigError ``rule``
+    naming ``arg``."""
+    m = _RATE_RE.fullmatch(str(text))
+    require(m is not None, arg, rule, text)
+    assert m is not None
+    unit = m.group(2).lower() or bare
+    slash = bool(m.group(3))
+    require(unit in units and not (slash and (not per_second or unit.endswith("bps"))),
+            arg, rule, text)
+    value = float(m.group(1)) * units[unit]
+    require(math.isfinite(value), arg, rule, text)
+    out = int(round(value))
+    require(out > 0, arg, rule, text)
+    return out
+
+
 def parse_rate(text: str, arg: str = "--rate") -> int:
     """A rate (module docstring) in bits per second, rounded to an integer.
 
     Bad input (unparsable, an unknown unit, or not > 0 after rounding): a
     :class:`~mpi_coded.errors.ConfigError` naming ``arg``.
     """
-    m = _RATE_RE.fullmatch(str(text))
-    require(m is not None, arg, RATE_RULE, text)
-    assert m is not None
-    unit = m.group(2).lower() or "bit"
-    require(unit in UNITS and not (m.group(3) and unit.endswith("bps")), arg, RATE_RULE,
-            text)
-    value = float(m.group(1)) * UNITS[unit]
-    require(math.isfinite(value), arg, RATE_RULE, text)
-    bps = int(round(value))
-    require(bps > 0, arg, RATE_RULE, text)
-    return bps
+    return _quantity(text, arg, RATE_RULE, UNITS, "bit", per_second=True)
 
 
 def format_rate(bps: int) -> str:
@@ -64,16 +74,7 @@ SIZE_RULE = "must be a size > 0 in bytes like 64mb, 1.25mb, 512kb or 65536 (tc u
 def parse_size(text: str, arg: str) -> int:
     """A size in bytes (``64mb``, ``1.25mb``, ``512kb``, ``65536``; a bare number is
     bytes), rounded to an integer; bad input is a ConfigError naming ``arg``."""
-    m = _RATE_RE.fullmatch(str(text))
-    require(m is not None and not m.group(3), arg, SIZE_RULE, text)
-    assert m is not None
-    unit = m.group(2).lower() or "b"
-    require(unit in SIZE_UNITS, arg, SIZE_RULE, text)
-    value = float(m.group(1)) * SIZE_UNITS[unit]
-    require(math.isfinite(value), arg, SIZE_RULE, text)
-    size = int(round(value))
-    require(size > 0, arg, SIZE_RULE, text)
-    return size
+    return _quantity(text, arg, SIZE_RULE, SIZE_UNITS, "b", per_second=False)
 
 
 def format_size(size: int) -> str:
