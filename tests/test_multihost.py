@@ -95,6 +95,11 @@ def test_a_cluster_is_named_and_addressed_inside_the_block():
     s2 = netns.setup_steps(shallow)
     assert "limit 1310720" in s2[-3].stdin and s2[-1].argv[-1] == str(netns.HOST_QUEUE)
     assert shallow.network_record("tcp")["queue_bytes"] == 1310720
+    # the inherited congestion control is recorded, and written only when --tcp differs
+    kept = netns.plan_cluster("ab1", 2, inherited="bbr")
+    assert (kept.tcp, kept.tcp_set) == ("bbr", False)
+    assert not any("nsenter" in st.argv for st in netns.setup_steps(kept))
+    assert netns.plan_cluster("ab1", 2, tcp="reno", inherited="bbr").tcp == "reno"
     assert netns.Cluster.from_dict(json.loads(json.dumps(shallow.to_dict()))) == shallow
     # the state of a cluster made before queues and TCP were set: not known, not invented
     legacy = {k: v for k, v in shallow.to_dict().items()

@@ -9,7 +9,6 @@ missing.  Never imports mpi4py.
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
 import json
 import os
@@ -127,17 +126,18 @@ def tcp_choices() -> tuple[str, list[str]]:
     return default, allowed
 
 
-def check_tcp(tcp: str) -> str:
-    """``tcp`` if a host's namespace may choose it, else the ClusterError naming ``--tcp``;
-    empty: the machine's own (what the namespaces inherit)."""
+def check_tcp(tcp: str) -> tuple[str, str]:
+    """``(to write, inherited)``: the machine's own congestion control, which new
+    namespaces inherit, and ``tcp`` when it differs (empty: nothing to write); a ``tcp`` a
+    namespace may not choose is the ClusterError naming ``--tcp``."""
     default, allowed = tcp_choices()
-    if not tcp:
-        return default
-    if tcp not in allowed and tcp != default:
+    if not tcp or tcp == default:
+        return "", default
+    if tcp not in allowed:
         raise ClusterError(f"--tcp: must be one a network namespace may choose here "
                            f"(net.ipv4.tcp_allowed_congestion_control: {' '.join(allowed)}) "
                            f"(got {tcp})")
-    return tcp
+    return tcp, default
 
 
 def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
@@ -145,7 +145,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
        queue: str | int = netns.DEFAULT_QUEUE, tcp: str = "") -> tuple[Cluster, Path, float]:
     """Build the cluster; returns it, its state directory and the seconds it took."""
     netns.plan_cluster(name, hosts, slots, rate, rate_of, queue=queue, tcp=tcp)  # bad input
-    effective = check_tcp(tcp)
+    write, inherited = check_tcp(tcp)
     why = missing_privilege()
     if why:
         raise ClusterError(why)
@@ -156,8 +156,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
                            f"mpi-coded cluster down --name {name} first")
     if subnet is None:
         subnet = netns.subnet_index(name, used_subnets())
-    c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet, queue, tcp)
-    c = dataclasses.replace(c, tcp=effective)  # recorded either way; written only if given
+    c = netns.plan_cluster(name, hosts, slots, rate, rate_of, subnet, queue, write, inherited)
     clash = ({h.netns for h in c.hosts} & existing_netns()) | (
         ({c.bridge} | {h.port for h in c.hosts}) & existing_links())
     if clash:

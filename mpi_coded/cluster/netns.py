@@ -123,7 +123,8 @@ class Cluster:
     tcp: str = ""
     """The hosts' TCP congestion control (empty in an older cluster's state: not known)."""
     tcp_set: bool = False
-    """Whether ``up`` wrote ``tcp`` into every host (``--tcp``) or the hosts inherited it."""
+    """Whether ``up`` wrote ``tcp`` into every host (``--tcp`` other than the machine's) or
+    the hosts inherited it."""
 
     @property
     def prefix_len(self) -> int:
@@ -155,9 +156,11 @@ class Cluster:
 
 def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE,
                  rate_of: Sequence[str] = (), subnet: int = 0,
-                 queue: str | int = DEFAULT_QUEUE, tcp: str = "") -> Cluster:
+                 queue: str | int = DEFAULT_QUEUE, tcp: str = "",
+                 inherited: str = "") -> Cluster:
     """Validate the ``up`` arguments and name everything (ConfigError on bad input;
-    whether the kernel offers ``tcp`` is :mod:`.manage`'s check)."""
+    whether the kernel offers ``tcp`` is :mod:`.manage`'s check).  ``tcp``: the congestion
+    control to write into every host, empty to leave the ``inherited`` one (recorded)."""
     check_name(name)
     require(tcp == "" or TCP_RE.fullmatch(tcp) is not None, "--tcp",
             "must be the name of a TCP congestion control like reno or bbr", tcp)
@@ -186,7 +189,8 @@ def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE
     addr = [str(a) for a in net.hosts()]
     return Cluster(
         name=name, subnet=str(net), bridge=f"mc-{name}-br", bridge_address=addr[0],
-        slots=slots, queue_bytes=queue_bytes, tcp=tcp, tcp_set=bool(tcp),
+        slots=slots, queue_bytes=queue_bytes, tcp=tcp or inherited,
+        tcp_set=bool(tcp),
         hosts=tuple(Host(index=k, name=n, netns=f"mpi-coded-{n}", port=f"mc-{name}-{k}",
                          address=addr[k], rate_bps=rates[n])
                     for k, n in enumerate(names, start=1)))

@@ -37,8 +37,8 @@ the step hides behind the other ranks' work on the same cores.
 A *dormant* rank, one told it has no part until a next order (a preempted machine of the
 elastic job, after IDLE), waits with a longer cap, ``DORMANT_SLEEP`` (5 ms, or the idle
 cap when that is longer): it wakes about 200 times a second instead of 1000, so its CPU
-share stays near 1% even where a wake-up costs 50-70 us (a Test of MPICH's progress
-engine on a loaded node; 1.4-5.1% of the idle wall with the 1 ms cap).  The price is
+share stays near 1% even where a wake-up costs 20-70 us (a Test of MPICH's progress
+engine; 2.0-2.3% of the idle wall here and 5.1% once in CI with the 1 ms cap).  The price is
 that a machine coming back from preemption notices its TASK at most 5 ms late.
 """
 
