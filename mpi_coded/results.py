@@ -947,7 +947,7 @@ class ElasticJob:
 
 
 @dataclasses.dataclass
-class CodedJob:
+class CodedJobLines:
     """One coded job of a file: its config line and the run and summary lines after it."""
 
     config: CodedConfig
@@ -980,9 +980,9 @@ def elastic_jobs(lines: Iterable[dict[str, Any]]) -> list[ElasticJob]:
     return _jobs(lines, CEC, STEP, ElasticJob, ElasticConfig, ElasticStep, ElasticSummary)
 
 
-def coded_jobs(lines: Iterable[dict[str, Any]]) -> list[CodedJob]:
+def coded_jobs(lines: Iterable[dict[str, Any]]) -> list[CodedJobLines]:
     """The coded jobs in ``lines``, in order (config, run lines, summary)."""
-    return _jobs(lines, CODED, RUN, CodedJob, CodedConfig, CodedRun, CodedSummary)
+    return _jobs(lines, CODED, RUN, CodedJobLines, CodedConfig, CodedRun, CodedSummary)
 
 
 # ------------------------------------------------------------------------------------------

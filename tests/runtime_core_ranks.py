@@ -81,13 +81,13 @@ def _exchange() -> tuple[Any, Any]:
 
     from mpi_coded.runtime.core import memory
     from mpi_coded.runtime.core.peers import MasterLink, Peers
-    from mpi_coded.runtime.core.records import Record
+    from mpi_coded.runtime.core.records import StatsLayout
     from mpi_coded.runtime.core.run import run_record
     from mpi_coded.runtime.core.wait import POLICY, deadline_in
     from mpi_coded.runtime.core.wire import Kind as K
 
     meta = {"compute_s": 0.5, "sleep_s": 0.25, "target_s": 1.0, "rows": 42.0}
-    PROBE_META = Record("step meta", tuple(meta))
+    PROBE_META = StatsLayout("step meta", tuple(meta))
 
     def master(comm, phase) -> int:
         out: dict[str, Any] = {}
@@ -214,9 +214,9 @@ def _wire() -> tuple[Any, Any]:
     from mpi_coded.faults import Fault
     from mpi_coded.runtime.core import faults
     from mpi_coded.runtime.core.peers import MasterLink, Peers
-    from mpi_coded.runtime.core.records import Record
+    from mpi_coded.runtime.core.records import StatsLayout
 
-    PROBE_META = Record("step meta", ("compute_s", "sleep_s", "target_s", "rows"))
+    PROBE_META = StatsLayout("step meta", ("compute_s", "sleep_s", "target_s", "rows"))
     from mpi_coded.runtime.core.wait import deadline_in
     from mpi_coded.runtime.core.wire import Kind as K
     from mpi_coded.runtime.core.wire import WireError

@@ -320,3 +320,14 @@ def test_no_dict_literal_records_in_the_runtime(rel):
     big = [f"{rel}:{node.lineno} ({len(node.keys)} keys)" for node in ast.walk(tree)
            if isinstance(node, ast.Dict) and len(node.keys) > MAX_DICT_KEYS]
     assert big == []
+
+
+def test_no_class_name_is_defined_twice():
+    """One concept, one name: no two classes of the package share a name."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                seen.setdefault(node.name, []).append(rel)
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}

@@ -100,11 +100,11 @@ def test_a_cluster_is_named_and_addressed_inside_the_block():
     assert (kept.tcp, kept.tcp_set) == ("bbr", False)
     assert not any("nsenter" in st.argv for st in netns.setup_steps(kept))
     assert netns.plan_cluster("ab1", 2, tcp="reno", inherited="bbr").tcp == "reno"
-    assert netns.Cluster.from_dict(json.loads(json.dumps(shallow.to_dict()))) == shallow
+    assert netns.EmulatedCluster.from_dict(json.loads(json.dumps(shallow.to_dict()))) == shallow
     # the state of a cluster made before queues and TCP were set: not known, not invented
     legacy = {k: v for k, v in shallow.to_dict().items()
               if k not in ("queue_bytes", "tcp", "tcp_set")}
-    old = netns.Cluster.from_dict(legacy)
+    old = netns.EmulatedCluster.from_dict(legacy)
     assert (old.queue_bytes, old.tcp, old.tcp_set) == (None, "", False)
     assert old.network_record("tcp")["queue_bytes"] is None
     with pytest.raises(netns.ConfigError, match=r"^--tcp: must be the name"):

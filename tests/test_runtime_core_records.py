@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from mpi_coded.runtime.core import records
-from mpi_coded.runtime.core.records import Record
+from mpi_coded.runtime.core.records import StatsLayout
 from mpi_coded.runtime.core.wire import WireError
 
-PROBE_META = Record("step meta", ("compute_s", "sleep_s", "target_s", "rows"))
-ALL = [v for v in vars(records).values() if isinstance(v, Record)]
+PROBE_META = StatsLayout("step meta", ("compute_s", "sleep_s", "target_s", "rows"))
+ALL = [v for v in vars(records).values() if isinstance(v, StatsLayout)]
 
 
 def test_records_pack_by_name_whatever_the_argument_order():
-    rec = Record("probe", ("a", "b", "c"))
+    rec = StatsLayout("probe", ("a", "b", "c"))
     arr = rec.pack(c=3, a=1, b=2.5)
     assert arr.dtype == np.float64 and arr.tolist() == [1.0, 2.5, 3.0]
     assert rec.unpack(arr, 4) == {"a": 1.0, "b": 2.5, "c": 3.0}
@@ -42,7 +42,7 @@ def test_records_field_and_record_names_are_distinct():
 @pytest.mark.parametrize("values", [{"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3, "d": 4},
                                     {"a": 1, "b": 2, "x": 3}])
 def test_records_pack_needs_every_field_and_nothing_else(values):
-    rec = Record("probe", ("a", "b", "c"))
+    rec = StatsLayout("probe", ("a", "b", "c"))
     with pytest.raises(ValueError, match=r"^probe: fields "):
         rec.pack(**values)
 

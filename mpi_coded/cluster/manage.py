@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mpi_coded.cluster import netns
-from mpi_coded.cluster.netns import Cluster, ClusterError, Step
+from mpi_coded.cluster.netns import ClusterError, EmulatedCluster, Step
 from mpi_coded.errors import require
 
 STATE_ROOT = Path("/run/mpi-coded")
@@ -105,13 +105,13 @@ def state_dir(name: str, directory: str | None) -> Path:
     return Path(directory) if directory else STATE_ROOT / name
 
 
-def load(name: str, directory: str | None) -> tuple[Cluster, Path]:
+def load(name: str, directory: str | None) -> tuple[EmulatedCluster, Path]:
     d = state_dir(name, directory)
     f = d / STATE_FILE
     if not f.exists():
         raise ClusterError(f"no cluster {name!r} is up (no {f}; start one with "
                            f"mpi-coded cluster up --name {name})")
-    return Cluster.from_dict(json.loads(f.read_text())), d
+    return EmulatedCluster.from_dict(json.loads(f.read_text())), d
 
 
 def tcp_choices() -> tuple[str, list[str]]:
@@ -142,7 +142,8 @@ def check_tcp(tcp: str) -> tuple[str, str]:
 
 def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
        directory: str | None, subnet: int | None = None,
-       queue: str | int = netns.DEFAULT_QUEUE, tcp: str = "") -> tuple[Cluster, Path, float]:
+       queue: str | int = netns.DEFAULT_QUEUE,
+       tcp: str = "") -> tuple[EmulatedCluster, Path, float]:
     """Build the cluster; returns it, its state directory and the seconds it took."""
     netns.plan_cluster(name, hosts, slots, rate, rate_of, queue=queue, tcp=tcp)  # bad input
     write, inherited = check_tcp(tcp)
@@ -180,7 +181,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
     return c, d, time.perf_counter() - t0
 
 
-def kill_processes_in(c: Cluster) -> list[int]:
+def kill_processes_in(c: EmulatedCluster) -> list[int]:
     """SIGKILL what still runs in the cluster's namespaces (ranks, daemons); their pids."""
     pids: list[int] = []
     present = existing_netns()
@@ -198,7 +199,7 @@ def kill_processes_in(c: Cluster) -> list[int]:
     return pids
 
 
-def teardown(c: Cluster, d: Path) -> float:
+def teardown(c: EmulatedCluster, d: Path) -> float:
     t0 = time.perf_counter()
     from mpi_coded.cluster import slurm
 
@@ -216,7 +217,7 @@ def teardown(c: Cluster, d: Path) -> float:
     return time.perf_counter() - t0
 
 
-def down(name: str, directory: str | None) -> tuple[Cluster, float]:
+def down(name: str, directory: str | None) -> tuple[EmulatedCluster, float]:
     why = missing_privilege()
     if why:
         raise ClusterError(why)
@@ -224,7 +225,7 @@ def down(name: str, directory: str | None) -> tuple[Cluster, float]:
     return c, teardown(c, d)
 
 
-def counters(c: Cluster) -> dict[str, dict[str, Any]]:
+def counters(c: EmulatedCluster) -> dict[str, dict[str, Any]]:
     """Per host: bytes it sent and received through its link (the bridge port's
     counters: what the port received came from the host), and whether the link is up."""
     r = subprocess.run(["ip", "-s", "-j", "link", "show", "master", c.bridge],
@@ -296,7 +297,7 @@ def mpi_flavor(exe: str) -> str:
     return "other"
 
 
-def mpi_command(c: Cluster, d: Path, command: list[str]) -> tuple[list[str], dict[str, str],
+def mpi_command(c: EmulatedCluster, d: Path, command: list[str]) -> tuple[list[str], dict[str, str],
                                                                       str]:
     """``command`` (``mpiexec ...``, or a program to start under the default mpiexec) with
     the cluster's launcher, hostfile and TCP settings; its environment; the flavor."""

@@ -110,7 +110,7 @@ class Host:
 
 
 @dataclass(frozen=True)
-class Cluster:
+class EmulatedCluster:
     name: str
     subnet: str  # e.g. 198.18.42.0/24
     bridge: str
@@ -141,7 +141,7 @@ class Cluster:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Cluster:
+    def from_dict(cls, d: dict[str, Any]) -> EmulatedCluster:
         hosts = tuple(Host(**h) for h in d["hosts"])
         return cls(**{**d, "hosts": hosts})
 
@@ -157,7 +157,7 @@ class Cluster:
 def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE,
                  rate_of: Sequence[str] = (), subnet: int = 0,
                  queue: str | int = DEFAULT_QUEUE, tcp: str = "",
-                 inherited: str = "") -> Cluster:
+                 inherited: str = "") -> EmulatedCluster:
     """Validate the ``up`` arguments and name everything (ConfigError on bad input;
     whether the kernel offers ``tcp`` is :mod:`.manage`'s check).  ``tcp``: the congestion
     control to write into every host, empty to leave the ``inherited`` one (recorded)."""
@@ -187,7 +187,7 @@ def plan_cluster(name: str, hosts: int, slots: int = 2, rate: str = DEFAULT_RATE
         rates[key] = parse_rate(value, "--rate-of")
     net = subnet_of(subnet)
     addr = [str(a) for a in net.hosts()]
-    return Cluster(
+    return EmulatedCluster(
         name=name, subnet=str(net), bridge=f"mc-{name}-br", bridge_address=addr[0],
         slots=slots, queue_bytes=queue_bytes, tcp=tcp or inherited,
         tcp_set=bool(tcp),
@@ -217,7 +217,7 @@ def tbf(bps: int, queue: int) -> list[str]:
     return ["tbf", "rate", f"{bps}bit", "burst", str(burst), "limit", str(queue)]
 
 
-def setup_steps(c: Cluster) -> list[Step]:
+def setup_steps(c: EmulatedCluster) -> list[Step]:
     """Create the cluster: one ``ip -batch`` in the root namespace, then per host one
     ``ip -n NS -batch`` (addresses, links up) and the shaping (``tc -batch``)."""
     root = [f"link add {c.bridge} type bridge",
@@ -247,7 +247,7 @@ def setup_steps(c: Cluster) -> list[Step]:
     return steps
 
 
-def teardown_steps(c: Cluster, existing_netns: Iterable[str], existing_links: Iterable[str]
+def teardown_steps(c: EmulatedCluster, existing_netns: Iterable[str], existing_links: Iterable[str]
                    ) -> list[Step]:
     """Remove what :func:`setup_steps` made and still exists (namespaces take their
     ``eth0`` and its peer with them; then the ports left and the bridge)."""
@@ -262,18 +262,18 @@ def teardown_steps(c: Cluster, existing_netns: Iterable[str], existing_links: It
 
 # --- launching MPI across the hosts -------------------------------------------------------
 
-def hydra_hostfile(c: Cluster) -> str:
+def hydra_hostfile(c: EmulatedCluster) -> str:
     return "".join(f"{h.name}:{c.slots}\n" for h in c.hosts)
 
 
-def openmpi_hostfile(c: Cluster) -> str:
+def openmpi_hostfile(c: EmulatedCluster) -> str:
     return "".join(f"{h.name} slots={c.slots}\n" for h in c.hosts)
 
 
 SSH_OPTIONS_WITH_VALUE = "-b|-c|-D|-E|-e|-F|-I|-i|-J|-L|-l|-m|-O|-o|-p|-Q|-R|-S|-W|-w"
 
 
-def launcher_script(c: Cluster, nsenter: str = "nsenter", unshare: str = "unshare") -> str:
+def launcher_script(c: EmulatedCluster, nsenter: str = "nsenter", unshare: str = "unshare") -> str:
     """An ``ssh`` look-alike for the MPI launchers: ``SCRIPT [options] HOST COMMAND...``
     runs ``COMMAND`` (joined, through ``sh -c``, as ssh does) in HOST's network
     namespace under its host name."""
@@ -303,7 +303,7 @@ exec {nsenter} --net=/run/netns/"$ns" {unshare} --uts sh -c \\
 """
 
 
-def host_command(c: Cluster, host: Host, argv: Sequence[str]) -> list[str]:
+def host_command(c: EmulatedCluster, host: Host, argv: Sequence[str]) -> list[str]:
     """``argv`` run on ``host`` (its namespace and host name), for daemons and tests."""
     return ["nsenter", f"--net=/run/netns/{host.netns}", "unshare", "--uts", "sh", "-c",
             'hostname "$1" && shift && exec "$@"', "sh", host.name, *argv]
@@ -312,7 +312,7 @@ def host_command(c: Cluster, host: Host, argv: Sequence[str]) -> list[str]:
 TRANSPORT = "tcp"
 
 
-def mpi_launch(flavor: str, c: Cluster, state_dir: str) -> tuple[list[str], dict[str, str]]:
+def mpi_launch(flavor: str, c: EmulatedCluster, state_dir: str) -> tuple[list[str], dict[str, str]]:
     """Flags to put after ``mpiexec`` and the environment for ``flavor`` (``mpich`` or
     ``openmpi``): the cluster's launcher and hostfile, and TCP between the hosts (else
     MPICH's UCX would use shared memory across the namespaces)."""
@@ -338,7 +338,7 @@ def mpi_launch(flavor: str, c: Cluster, state_dir: str) -> tuple[list[str], dict
     raise ConfigError("mpiexec", "must be MPICH (hydra) or Open MPI", flavor)
 
 
-def job_env(c: Cluster) -> dict[str, str]:
+def job_env(c: EmulatedCluster) -> dict[str, str]:
     """The environment of a job started inside the hosts (``sbatch``/``srun`` on the
     cluster's SLURM, whose ranks MPICH starts with srun or hydra): TCP between the hosts
     through OFI (short addresses: UCX's do not fit srun's PMI2 values), hydra's control

@@ -22,14 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpi_coded.cluster.netns import Cluster, ClusterError, host_command
+from mpi_coded.cluster.netns import ClusterError, EmulatedCluster, host_command
 
 SLURM_DIR = "slurm"
 PIDS_FILE = "daemons.json"
 FIRST_PORT = 17817
 
 
-def config_text(c: Cluster, d: Path, controller: str, port: int, auth: str,
+def config_text(c: EmulatedCluster, d: Path, controller: str, port: int, auth: str,
                 munge_socket: str = "") -> str:
     """slurm.conf for the cluster: controller ``controller`` at the bridge address, one
     node per host at its address with ``slots`` CPUs, one default partition."""
@@ -133,7 +133,7 @@ def _wait(seconds: float, what: str, test: Any, pids: dict[str, int]) -> None:
     raise _error(f"slurm: {what} did not happen within {seconds:.0f} s")
 
 
-def start(c: Cluster, d: Path) -> dict[str, Any]:
+def start(c: EmulatedCluster, d: Path) -> dict[str, Any]:
     """Start munged, slurmctld and the slurmds; wait until every node is idle."""
     for tool in ("slurmctld", "slurmd", "sinfo", "scontrol"):
         if shutil.which(tool) is None:
@@ -215,7 +215,7 @@ def start(c: Cluster, d: Path) -> dict[str, Any]:
     return info
 
 
-def stop(c: Cluster, d: Path) -> None:
+def stop(c: EmulatedCluster, d: Path) -> None:
     """Cancel the jobs, stop the daemons :func:`start` recorded, remove the munge dir."""
     s = d / SLURM_DIR
     f = s / PIDS_FILE

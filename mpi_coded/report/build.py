@@ -30,7 +30,7 @@ from mpi_coded.report.sections import (
     sweep_section,
 )
 from mpi_coded.report.sources import ReportError, Source, read_source
-from mpi_coded.results import CodedJob
+from mpi_coded.results import CodedJobLines
 
 PAGE = "report.html"
 """The page's name in the output directory."""
@@ -61,7 +61,7 @@ def calibrated_model(path: str | os.PathLike[str], cores: int | None = None) -> 
         raise ReportError(f"{path}: not a calibration file ({exc})") from None
     cache: dict[tuple[Any, ...], tuple[dict[str, Any] | None, str]] = {}
 
-    def model(job: CodedJob) -> tuple[dict[str, Any] | None, str]:
+    def model(job: CodedJobLines) -> tuple[dict[str, Any] | None, str]:
         from mpi_coded.coded.schemes import coded_params
 
         c = job.config

@@ -14,9 +14,9 @@ from typing import Any
 from mpi_coded import plotting
 from mpi_coded.report import html as H
 from mpi_coded.report.sources import Source
-from mpi_coded.results import CodedJob, ElasticJob, RunContext, RunFailed, SweepRun
+from mpi_coded.results import CodedJobLines, ElasticJob, RunContext, RunFailed, SweepRun
 
-Model = Callable[[CodedJob], tuple[dict[str, Any] | None, str]]
+Model = Callable[[CodedJobLines], tuple[dict[str, Any] | None, str]]
 """The calibrated model of a coded job: ``(seconds per phase or None, a note)``."""
 
 
@@ -153,7 +153,7 @@ RUN_COLUMNS = [("rep", "rep"), ("verified", "verified"), ("Q", "Q"), ("extra", "
                ("unresponsive", "unresponsive")]
 
 
-def coded_section(src: Source, i: int, job: CodedJob, model: Model | None) -> Section:
+def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) -> Section:
     c = job.config
     anchor = f"{_slug(src)}-coded-{i}"
     title = (f"{src.name}: coded job {i + 1}: {c.scheme}, K={c.K} q={c.q} mu={c.mu} m={c.m} "

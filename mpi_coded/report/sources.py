@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mpi_coded import results
-from mpi_coded.results import CodedJob, ElasticJob, ElasticSetup, RunFailed, SweepRun
+from mpi_coded.results import CodedJobLines, ElasticJob, ElasticSetup, RunFailed, SweepRun
 
 
 class ReportError(Exception):
@@ -34,7 +34,7 @@ class Source:
     elastic: list[ElasticJob] = dataclasses.field(default_factory=list)
     setups: list[ElasticSetup | None] = dataclasses.field(default_factory=list)
     """The setup line of each elastic job (None: it has none)."""
-    coded: list[CodedJob] = dataclasses.field(default_factory=list)
+    coded: list[CodedJobLines] = dataclasses.field(default_factory=list)
     sweeps: dict[str, list[SweepRun]] = dataclasses.field(default_factory=dict)
     failed: list[RunFailed] = dataclasses.field(default_factory=list)
     """``run_failed`` lines outside a sweep."""

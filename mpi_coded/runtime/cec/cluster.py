@@ -1,6 +1,6 @@
 """What the elastic master knows of its machines, shared by the job and its policies.
 
-:class:`Cluster` holds the links to the machines (:class:`~mpi_coded.runtime.core.peers.Peers`),
+:class:`MachinePool` holds the links to the machines (:class:`~mpi_coded.runtime.core.peers.Peers`),
 the speeds the plans use (the configured ones, or ``speeds = "auto"``: the
 :class:`~mpi_coded.cec.estimate.SpeedEstimator` estimates learnt from every measured
 answer, on time or late) and the suspects (:mod:`mpi_coded.cec.suspects`).
@@ -43,7 +43,7 @@ def payload(msg: tuple[P.Header, np.ndarray | None]) -> np.ndarray:
     return arr
 
 
-class Cluster:
+class MachinePool:
     """The master's view of the cluster: links, speeds, suspects."""
 
     def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:

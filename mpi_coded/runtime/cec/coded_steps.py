@@ -35,9 +35,9 @@ from mpi_coded.cec.suspects import StepSuspects
 from mpi_coded.cec.waste import transition_waste
 from mpi_coded.codes.mds import DecoderCache, systematic_mds
 from mpi_coded.results import ElasticStep, LinkBytes
-from mpi_coded.runtime.cec.cluster import Cluster, meta_spans, overrun, warn
+from mpi_coded.runtime.cec.cluster import MachinePool, meta_spans, overrun, warn
 from mpi_coded.runtime.cec.collect import Attempt, collect
-from mpi_coded.runtime.cec.steps import Clock, Setup, Steps
+from mpi_coded.runtime.cec.steps import Clock, DataSent, Steps
 from mpi_coded.runtime.cec.tasks import task_tables
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.wait import DeadlineExceeded, wait_all
@@ -93,7 +93,7 @@ class Flight:
 class CodedSteps(Steps):
     """Products of a coded policy, in phases (module docstring)."""
 
-    def __init__(self, cl: Cluster, x: np.ndarray) -> None:
+    def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
         super().__init__(cl, x)
         cfg, fld = self.cfg, self.field
         self.g = systematic_mds(fld, cfg.N, cfg.L)
@@ -109,7 +109,7 @@ class CodedSteps(Steps):
         self.sus = StepSuspects((), (), (), ())
         self.env: list[int] = []
 
-    def setup(self, env: list[int]) -> Setup:
+    def setup(self, env: list[int]) -> DataSent:
         cfg, cl, fld = self.cfg, self.cl, self.field
         coded = encode_blocks(cfg, fld, self.g, self.x)
         hard = cl.hard()
@@ -124,7 +124,7 @@ class CodedSteps(Steps):
             shapes.append(coded_t[0].shape)
         cl.links.handshake(cfg.timeout_s)
         wait_all(reqs, hard, "machines to receive their coded blocks")
-        return Setup(int(coded.nbytes), int(coded[0].nbytes),
+        return DataSent(int(coded.nbytes), int(coded[0].nbytes),
                      f"{cfg.N} coded blocks of {cfg.rows_per_block}x{cfg.cols} {fld.name}",
                      elastic_setup_traffic(cl.machines, shapes, fld.dtype.itemsize))
 

@@ -42,7 +42,7 @@ from mpi_coded.results import (
     ElasticSummary,
     ResultsWriter,
 )
-from mpi_coded.runtime.cec.cluster import Cluster, payload
+from mpi_coded.runtime.cec.cluster import MachinePool, payload
 from mpi_coded.runtime.cec.coded_steps import CodedSteps
 from mpi_coded.runtime.cec.collect import drain
 from mpi_coded.runtime.cec.steps import Steps
@@ -89,7 +89,7 @@ class Master:
 
     def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:
         self.cfg, self.comm = cfg, comm
-        self.cl = Cluster(cfg, comm, faults)
+        self.cl = MachinePool(cfg, comm, faults)
         self.schedule = cfg.available_sets()
         self.done: list[ElasticStep] = []
 

@@ -20,11 +20,11 @@ import numpy as np
 
 from mpi_coded.analysis.network import Traffic
 from mpi_coded.results import ElasticStep
-from mpi_coded.runtime.cec.cluster import Cluster, measured
+from mpi_coded.runtime.cec.cluster import MachinePool, measured
 
 
 @dataclass(frozen=True)
-class Setup:
+class DataSent:
     """What a policy's setup sent: bytes in all, per machine, a line for stdout, and its
     messages as the network model counts them."""
 
@@ -46,10 +46,10 @@ class Clock:
 class Steps:
     """A policy's products (module docstring); subclasses implement the phases."""
 
-    def __init__(self, cl: Cluster, x: np.ndarray) -> None:
+    def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
         self.cl, self.cfg, self.field, self.x = cl, cl.cfg, cl.field, x
 
-    def setup(self, env: list[int]) -> Setup:
+    def setup(self, env: list[int]) -> DataSent:
         """Send the machines their data, once, with the READY handshake (``env``: the first
         step's available machines)."""
         raise NotImplementedError

@@ -1,6 +1,6 @@
 """The uncoded elastic baseline's products (``policy = "uncoded"``, :mod:`mpi_coded.cec.uncoded`).
 
-Setup sends every machine available at the first step its rows of ``X``.  Each
+DataSent sends every machine available at the first step its rows of ``X``.  Each
 product, in the same phases as the coded policies:
 
 * **plan**: ``X``'s rows split by speed over the available machines, and the
@@ -29,8 +29,8 @@ from mpi4py import MPI
 from mpi_coded.analysis.network import uncoded_move_traffic, uncoded_step_traffic
 from mpi_coded.cec.uncoded import Layout, Move, bytes_moved, moves, uncoded_split, uncoded_time
 from mpi_coded.results import ElasticStep, LinkBytes
-from mpi_coded.runtime.cec.cluster import Cluster, meta_spans, payload
-from mpi_coded.runtime.cec.steps import Clock, Setup, Steps
+from mpi_coded.runtime.cec.cluster import MachinePool, meta_spans, payload
+from mpi_coded.runtime.cec.steps import Clock, DataSent, Steps
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.inbox import Msg
@@ -61,12 +61,12 @@ class Split:
 class UncodedSteps(Steps):
     """Products of the uncoded baseline, in phases (module docstring)."""
 
-    def __init__(self, cl: Cluster, x: np.ndarray) -> None:
+    def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
         super().__init__(cl, x)
         self.layout: Layout | None = None  # the current owners of X's rows
         self.products = 2 if self.cfg.workload == "linreg" else 1  # per step
 
-    def setup(self, env: list[int]) -> Setup:
+    def setup(self, env: list[int]) -> DataSent:
         cfg, cl = self.cfg, self.cl
         cl.links.handshake(cfg.timeout_s)
         layout = uncoded_split(cl.plan_speeds(), env, cfg.rows)
@@ -74,7 +74,7 @@ class UncodedSteps(Steps):
         self.move(0, layout, mv, [])
         self.layout = layout
         per_machine = max(b - a for a, b in layout.values()) * cfg.cols * self.field.dtype.itemsize
-        return Setup(bytes_moved(mv, cfg.cols, self.field.dtype.itemsize), per_machine,
+        return DataSent(bytes_moved(mv, cfg.cols, self.field.dtype.itemsize), per_machine,
                      f"uncoded rows of X split over {len(layout)} machines",
                      uncoded_move_traffic(layout, mv, cfg.cols, self.field.dtype.itemsize))
 

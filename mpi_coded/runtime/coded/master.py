@@ -57,7 +57,7 @@ def progress(rep: int, phase: str, seconds: float, what: str) -> None:
     print(f"  rep {rep} {phase:<7} {seconds:9.3f} s  {what}".rstrip(), flush=True)
 
 
-def stats_of(msg: Msg, record: records.Record) -> dict[str, float]:
+def stats_of(msg: Msg, record: records.StatsLayout) -> dict[str, float]:
     """The statistics a server's message carries, by field name."""
     return record.unpack(msg[1], msg[0].source)
 

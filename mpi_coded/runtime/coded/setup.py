@@ -26,19 +26,19 @@ from mpi_coded.coded.placement import Placement, build_placement
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import Field, get_field
 from mpi_coded.runtime.core import records
-from mpi_coded.runtime.core.records import Record
+from mpi_coded.runtime.core.records import StatsLayout
 from mpi_coded.runtime.core.wire import WireError
 
 # the coded job's statistics records: the core ones plus the algorithms that ran (a bit
 # mask of mpi_coded.coded.code.ALGORITHMS), the rank's peak resident memory so far and its
 # host's link counters at the phase's start and end (records.LINK); the shuffle's also the
 # bcast group communicators it created and the seconds that took
-ENCODE_STATS = Record("encode stats", (*records.ENCODE_DONE.fields, "encoder", "peak_rss_mb",
+ENCODE_STATS = StatsLayout("encode stats", (*records.ENCODE_DONE.fields, "encoder", "peak_rss_mb",
                                        *records.LINK))
-MAP_STATS = Record("map stats", (*records.MAP_DONE.fields, "peak_rss_mb", *records.LINK))
-SHUFFLE_STATS = Record("shuffle stats", (*records.SHUFFLE_DONE.fields, "groups_created",
+MAP_STATS = StatsLayout("map stats", (*records.MAP_DONE.fields, "peak_rss_mb", *records.LINK))
+SHUFFLE_STATS = StatsLayout("shuffle stats", (*records.SHUFFLE_DONE.fields, "groups_created",
                                          "groups_s", "peak_rss_mb", *records.LINK))
-REDUCE_STATS = Record("reduce stats", (*records.REDUCE_DONE.fields, "decoder", "peak_rss_mb",
+REDUCE_STATS = StatsLayout("reduce stats", (*records.REDUCE_DONE.fields, "decoder", "peak_rss_mb",
                                        *records.LINK))
 
 VERIFY_EXACT_OPS = 4 * 10**9

@@ -15,7 +15,7 @@ from mpi_coded.runtime.core.wire import WireError
 
 
 @dataclass(frozen=True)
-class Record:
+class StatsLayout:
     """A named layout of a float64 statistics array."""
 
     name: str
@@ -43,14 +43,14 @@ MOVED = ("link_sent_moved", "link_received_moved")
 """The uncoded elastic baseline: a machine's link counters when its moves were done."""
 
 # elastic job
-TASK_META = Record("task meta", ("compute_s", "sleep_s", "target_s", "rows", "busy_s",
+TASK_META = StatsLayout("task meta", ("compute_s", "sleep_s", "target_s", "rows", "busy_s",
                                  "rows_planned", "cut", "speed", *LINK, *MOVED))
-IDLE_STATS = Record("idle stats", ("wall_s", "cpu_s", "idle_steps"))
+IDLE_STATS = StatsLayout("idle stats", ("wall_s", "cpu_s", "idle_steps"))
 
 # coded job
-ENCODE_DONE = Record("encode stats", ("encode_s",))
-MAP_DONE = Record("map stats", ("compute_s", "wall_s", "target_s", "rows_done", "rows",
+ENCODE_DONE = StatsLayout("encode stats", ("encode_s",))
+MAP_DONE = StatsLayout("map stats", ("compute_s", "wall_s", "target_s", "rows_done", "rows",
                                 "stopped"))
-SHUFFLE_DONE = Record("shuffle stats", ("shuffle_s", "multicast_values", "unicast_values",
+SHUFFLE_DONE = StatsLayout("shuffle stats", ("shuffle_s", "multicast_values", "unicast_values",
                                         "bytes_sent", "plan_s"))
-REDUCE_DONE = Record("reduce stats", ("decode_s",))
+REDUCE_DONE = StatsLayout("reduce stats", ("decode_s",))
