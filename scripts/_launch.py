@@ -8,7 +8,6 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -62,10 +61,3 @@ def run_mpi(n: int, args: list[str], timeout: float = 600.0, stream: bool = Fals
     sys.stdout.flush()
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The lines of a results file (:func:`mpi_coded.results.read_results`)."""
-    from mpi_coded.results import read_results
-
-    return read_results(path)

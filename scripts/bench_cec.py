@@ -42,18 +42,20 @@ from fractions import Fraction
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _launch import read_jsonl, run_mpi  # noqa: E402
+from _launch import run_mpi  # noqa: E402
+
+from mpi_coded.results import STEP, kind_of, read_results  # noqa: E402
 
 
 def seed_run(tmp: Path, policy: str, t_row: float, field: str) -> dict:
     out = tmp / f"seed_{policy}.jsonl"
     run_mpi(7, ["run", "cec", "--policy", policy, "--t-row", str(t_row), "--field", field,
                 "--out", str(out)])
-    return summarise(read_jsonl(out))
+    return summarise(read_results(out))
 
 
 def summarise(lines: list[dict]) -> dict:
-    steps = [r for r in lines if r["kind"] == "step"]
+    steps = [r for r in lines if kind_of(r) == STEP]
     return {
         "wall_s": [r["wall_s"] for r in steps],
         "predicted_s": [r["predicted_s"] for r in steps],
@@ -72,7 +74,7 @@ def overhead_run(tmp: Path, n: int, steps: int) -> dict:
                    f't_row = 0\n[availability]\nkind = "random"\np = 0.3\nsteps = {steps}\n')
     out = tmp / f"overhead_{n}.jsonl"
     run_mpi(n + 1, ["run", "cec", "--config", str(cfg), "--out", str(out)])
-    return summarise(read_jsonl(out))
+    return summarise(read_results(out))
 
 
 ELASTIC = ('N = 8\nL = 3\nspeeds = [1, 1, 1.5, 1.5, 2, 2, 3, 1]\nrows = 1200\ncols = 200\n'
@@ -94,7 +96,7 @@ def elastic_run(tmp: Path, name: str, toml: str, faults: tuple[str, ...] = ()) -
         args += ["--fault", f]
     progress(f"{name} ...")
     run_mpi(n, args)
-    steps = [r for r in read_jsonl(out) if r["kind"] == "step"]
+    steps = [r for r in read_results(out) if kind_of(r) == STEP]
     progress(f"{name}: {len(steps)} steps, total wall {sum(r['wall_s'] for r in steps):.3f} s, "
              f"verified {all(r['verified'] for r in steps)}")
     return steps

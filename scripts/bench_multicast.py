@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _launch import read_jsonl, run_mpi  # noqa: E402
+from _launch import run_mpi  # noqa: E402
+
+from mpi_coded.results import RUN, kind_of, read_results  # noqa: E402
 
 
 def _job(tmp: Path, mode: str, K: int, q: int, mu: str, eta: int, n: int, N: int,
@@ -47,7 +49,7 @@ def _job(tmp: Path, mode: str, K: int, q: int, mu: str, eta: int, n: int, N: int
                     "--K", str(K), "--q", str(q), "--mu", mu, "--rows-per-batch", str(eta),
                     "--n", str(n), "--N", str(N), "--field", field, "--reps", str(reps),
                     "--multicast", mode, "--out", str(out)], timeout=1800)
-    runs = [r for r in read_jsonl(out) if r.get("kind") == "run"]
+    runs = [r for r in read_results(out) if kind_of(r) == RUN]
     if not all(r["verified"] for r in runs):
         raise SystemExit(f"{mode}: a repetition did not verify")
     return runs

@@ -53,11 +53,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _launch import read_jsonl, run_mpi  # noqa: E402
+from _launch import run_mpi  # noqa: E402
 
 from mpi_coded.analysis import calibration  # noqa: E402
 from mpi_coded.analysis.calibration.fitted import features, load_normalized  # noqa: E402
 from mpi_coded.coded.schemes import coded_params  # noqa: E402
+from mpi_coded.results import RUN, kind_of, read_results  # noqa: E402
 
 K, Q, MU, ETA, M = 9, 6, "1/3", 250, 6000
 DEFAULT_BASE = Path(__file__).resolve().parent.parent / "docs" / "runs" / "calibration.json"
@@ -75,7 +76,7 @@ def run_one(T: int, tmp: Path, timeout: float, reps: int) -> dict:
     t0 = time.perf_counter()
     run_mpi(K + 1, args, timeout=timeout * reps + 120, stream=True)
     wall = time.perf_counter() - t0
-    runs = [r for r in read_jsonl(out) if r["kind"] == "run"]
+    runs = [r for r in read_results(out) if kind_of(r) == RUN]
     if not runs:
         raise SystemExit(f"T={T}: the job wrote no repetition to {out}")
     row: dict = {"T": T, "scheme": scheme, "verified": all(r["verified"] for r in runs),
@@ -151,7 +152,7 @@ def merge(paths: list[str]) -> int:
 
     groups: dict[str, list[dict]] = {}
     for path in paths:
-        for line in read_jsonl(Path(path)):
+        for line in read_results(Path(path)):
             if line.get("kind") == "paper_bench" and "rep_phases" in line:
                 groups.setdefault(str(line.get("run_started")), []).append(line)
     if not groups:
@@ -178,10 +179,10 @@ def add_model(row: dict, table: dict, cores: int) -> None:
     T = row["T"]
     p = coded_params(row["scheme"], K, Q, MU, ETA, M, M, T=T, field="gf2^16")
     pred = calibration.predict_seconds(p, table, cores=cores)
-    row.update(model_encoder=pred["encoder"], model_decoder=pred["decoder"], calibration=table)
+    row.update(model_encoder=pred.encoder, model_decoder=pred.decoder, calibration=table)
     for ph in ("encode", "map", "reduce"):
-        row[f"model_{ph}_s"] = pred["wall"][ph]
-        row[f"{ph}_model_over_measured"] = pred["wall"][ph] / row[f"{ph}_s"]
+        row[f"model_{ph}_s"] = getattr(pred.wall, ph)
+        row[f"{ph}_model_over_measured"] = getattr(pred.wall, ph) / row[f"{ph}_s"]
 
 
 def mean_table(a: dict, b: dict) -> dict:

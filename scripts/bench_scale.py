@@ -46,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _launch import ROOT, mpiexec, read_jsonl  # noqa: E402
+from _launch import ROOT, mpiexec  # noqa: E402
+
+from mpi_coded.results import STEP, kind_of, read_results  # noqa: E402
 
 WORLDS = (7, 16, 32, 64)
 STEPS = 10
@@ -122,7 +124,7 @@ def overhead(tmp: Path, world: int, wait: str, steps: int, seed: int,
     out = tmp / f"scale_{world}_{wait}.jsonl"
     write_config(cfg, world, wait, steps, seed)
     job_s = run_job(world, cfg, out, timeout)
-    recs = [r for r in read_jsonl(out) if r["kind"] == "step"]
+    recs = [r for r in read_results(out) if kind_of(r) == STEP]
     over = [1e3 * (r["wall_s"] - r["predicted_s"]) for r in recs]
     res = {
         "world": world, "wait": wait, "steps": len(recs),

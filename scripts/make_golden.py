@@ -25,7 +25,8 @@ change) with ``--pythonpath``::
 
 MPI jobs run with the working directory at that checkout's root (relative ``--config``
 paths), ``mpiexec`` next to ``--python`` (or ``--mpiexec``), each in its own process
-group with a timeout.
+group with a timeout.  The rules that choose what to drop are :mod:`mpi_coded.golden`
+(this checkout's, whichever ``--pythonpath`` the jobs run).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -42,6 +42,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from mpi_coded.golden import golden_records, unverified  # noqa: E402
+from mpi_coded.results import CODED, read_results  # noqa: E402
+
 GOLDEN = ROOT / "tests" / "golden"
 
 SPEEDS = "1,1,1.5,1.5,2,2"
@@ -138,68 +144,6 @@ MPI_CASES: dict[str, dict[str, Any]] = {
                                           *SEEDED]},
 }
 
-# keys ending in _s are seconds measured by the job, except these (plan or config values)
-KEEP_S = {"predicted_s", "predicted_planned_s", "total_predicted_s", "target_s", "timeout_s",
-          "deadline_slack_s"}
-# machine, versions and measured ratios
-DROP_KEYS = {"host", "hosts", "python", "platform", "numpy", "mpi_coded", "mpi", "versions",
-             "timestamp", "pid", "pids", "rss", "max_rss", "cpu_fraction",
-             "max_wall_over_predicted", "overhead_ms_per_step"}
-# map progress of servers told to stop: depends on when the stop arrived
-DROP_MAP_PROGRESS = (("server_map", "*", "rows_done"), ("server_map", "*", "stopped"))
-ORDER_KEYS = ("Q", "extra", "finishing_order")
-# loads of schemes whose shuffle depends on which servers finished (kept only with a fixed Q)
-ORDER_DEPENDENT = ("multicast_values", "unicast_values", "load_measured",
-                   "load_measured_exact", "load_plan_exact", "padding_values", "strategy",
-                   "s_q", "bytes_on_wire")
-ORDER_FREE_SCHEMES = ("uc", "cmr", "sc", "unified")
-
-
-# --- dropping paths (tests/test_golden_outputs.py uses this drop_paths too) -----------
-
-def drop_paths(obj: Any, patterns: list[list[str]]) -> Any:
-    """``obj`` without the keys at ``patterns`` (lists of keys, ``"*"`` any key)."""
-    if not isinstance(obj, dict):
-        return obj
-    out = {}
-    for k, v in obj.items():
-        tails = [p[1:] for p in patterns if p and p[0] in ("*", k)]
-        if any(not t for t in tails):
-            continue
-        out[k] = drop_paths(v, tails) if tails else v
-    return out
-
-
-def _generic(path: tuple[str, ...]) -> list[str]:
-    return ["*" if re.fullmatch(r"\d+", k) else k for k in path]
-
-
-def rule_paths(obj: Any, path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Paths (digit keys as ``*``) the fixed rules drop."""
-    found: set[tuple[str, ...]] = set()
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            p = (*path, k)
-            if k in DROP_KEYS or (k.endswith("_s") and k not in KEEP_S):
-                found.add(tuple(_generic(p)))
-            else:
-                found |= rule_paths(v, p)
-    return found
-
-
-def diff_paths(a: Any, b: Any, path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Leaf paths (digit keys as ``*``) where ``a`` and ``b`` differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        found: set[tuple[str, ...]] = set()
-        for k in set(a) | set(b):
-            if k not in a or k not in b:
-                found.add(tuple(_generic((*path, k))))
-            else:
-                found |= diff_paths(a[k], b[k], (*path, k))
-        return found
-    return set() if a == b else {tuple(_generic(path))}
-
-
 # --- running ---------------------------------------------------------------------------
 
 def make_env(pythonpath: str | None) -> dict[str, str]:
@@ -254,17 +198,12 @@ def make_pure(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> dict[
     return golden
 
 
-def order_is_fixed(records: list[dict[str, Any]], margin: float) -> bool:
-    """Every run record's finishers are decided by draws at least ``margin`` s apart."""
-    for rec in records:
-        if rec.get("kind") != "run":
-            continue
-        targets = sorted(v["target_s"] for v in rec["server_map"].values())
-        used = len(rec["Q"]) + len(rec["extra"]) + 1
-        gaps = [b - a for a, b in zip(targets[:used], targets[1:used])]
-        if not gaps or min(gaps) < margin:
-            return False
-    return True
+def order_free(recs: list[dict[str, Any]]) -> bool:
+    """The job's load does not depend on which servers finished: its scheme has a closed
+    form load (asked of the scheme object named by its config line)."""
+    from mpi_coded.coded.schemes import get as get_scheme
+
+    return get_scheme(str(recs[0].get("scheme"))).closed_form_load
 
 
 def make_mpi(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> dict[str, Any]:
@@ -279,44 +218,21 @@ def make_mpi(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> dict[s
                 r = run(cmd, env, cwd, 300)
                 if r.returncode != 0:
                     raise SystemExit(f"{name} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
-                recs = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
-                bad = [x for x in recs if x.get("verified") is False
-                       or x.get("all_verified") is False]
+                recs = read_results(out)
+                bad = unverified(recs)
                 if bad:
                     raise SystemExit(f"{name}: unverified results: {bad}")
                 runs.append(recs)
-            drop: set[tuple[str, ...]] = set()
-            for rec in runs[0]:
-                drop |= rule_paths(rec)
-            notes = []
-            coded = case["argv"][1] == "coded"
-            if coded:
-                drop |= set(DROP_MAP_PROGRESS)
-                if not all(order_is_fixed(recs, args.margin) for recs in runs):
-                    drop |= {(k,) for k in ORDER_KEYS}
-                    notes.append(f"finishing order not fixed by the draws (< {args.margin} s "
-                                 "apart): Q, extra, finishing_order dropped")
-                    scheme = runs[0][0].get("scheme")
-                    if scheme not in ORDER_FREE_SCHEMES:
-                        drop |= {(k,) for k in ORDER_DEPENDENT}
-            patterns = [list(p) for p in sorted(drop)]
-            filtered = [[drop_paths(x, patterns) for x in recs] for recs in runs]
-            extra: set[tuple[str, ...]] = set()
-            for other in filtered[1:]:
-                if len(other) != len(filtered[0]):
-                    raise SystemExit(f"{name}: runs wrote different numbers of lines")
-                for a, b in zip(filtered[0], other):
-                    extra |= diff_paths(a, b)
-            if extra:
-                notes.append("differed between runs, dropped: "
-                             + ", ".join(".".join(p) for p in sorted(extra)))
-                patterns = [list(p) for p in sorted(drop | extra)]
+            coded = case["argv"][1] == CODED
+            try:
+                patterns, records, notes = golden_records(
+                    runs, coded, args.margin, not coded or order_free(runs[0]))
+            except ValueError as exc:
+                raise SystemExit(f"{name}: {exc}") from None
             for note in notes:
                 print(f"{name}: {note}", file=sys.stderr)
-            golden[name] = {
-                "np": case["np"], "argv": case["argv"], "drop": patterns,
-                "records": [drop_paths(x, patterns) for x in runs[0]],
-            }
+            golden[name] = {"np": case["np"], "argv": case["argv"], "drop": patterns,
+                            "records": records}
     return golden
 
 

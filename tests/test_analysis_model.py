@@ -43,20 +43,21 @@ def test_paper_setting_sizes():
 @pytest.mark.parametrize("T", [1, 10, 125, 250])
 def test_paper_setting_loads(T):
     out = predict(paper("bdc", T=T))
-    assert out["load_exact"] == "11/24" and out["load"] == pytest.approx(0.458333, abs=5e-7)
-    assert out["servers_needed"] == 6.0 and out["exact"]
-    assert predict(paper("unified"))["load"] == pytest.approx(11 / 24)
+    assert out.load_exact == Fraction(11, 24) and out.load == pytest.approx(0.458333, abs=5e-7)
+    assert out.servers_needed == 6.0 and out.exact
+    assert out.to_dict()["load_exact"] == "11/24"  # the JSON object's fraction string
+    assert predict(paper("unified")).load == pytest.approx(11 / 24)
 
 
 def test_every_scheme_adds_up():
     for scheme in MODEL_SCHEMES:
         out = predict(paper(scheme, T=250 if scheme == "bdc" else 1))
-        d = out["delay"]
-        assert d["total"] == pytest.approx(d["encode"] + d["map"] + d["reduce"])
-        assert all(v >= 0 for v in d.values())
-        assert 0 < out["load"] < 1
+        d = out.delay
+        assert d.total == pytest.approx(d.encode + d.map + d.reduce)
+        assert all(v >= 0 for v in d.to_dict().values())
+        assert 0 < out.load < 1
     for scheme, g in [("uc", 9), ("cmr", 9), ("sc", 6), ("unified", 6)]:
-        assert predict(paper(scheme))["servers_needed"] == g
+        assert predict(paper(scheme)).servers_needed == g
 
 
 def test_phase_formulas_pinned_to_the_paper_setting():
@@ -65,30 +66,30 @@ def test_phase_formulas_pinned_to_the_paper_setting():
     uni = predict(paper("unified"))
     # map: mu m = 2000 stored rows, inner products of length n for N vectors, 6th of 9
     sigma_map = 2000 * N * ((n - 1) * sa + n * sm)
-    assert uni["sigma"]["map"] == pytest.approx(sigma_map)
-    assert uni["delay"]["map"] == pytest.approx(1.995635 * sigma_map, rel=1e-6)
+    assert uni.sigma.map == pytest.approx(sigma_map)
+    assert uni.delay.map == pytest.approx(1.995635 * sigma_map, rel=1e-6)
     # encode over GF(2^16): the FFT (n columns, eq. (10)'s curve of the length-9000 code),
     # cheaper than a dense row of m products per column; wait for all 9 servers
     sigma_enc = n * delay.fft_decode_ops(9000).cost(sa, sm)
     assert sigma_enc < 2000 * n * ((m - 1) * sa + m * sm)
-    assert uni["encoder"] == "fft"
-    assert uni["delay"]["encode"] == pytest.approx(sigma_enc * delay.order_stat_mean(9, 9))
+    assert uni.encoder == "fft"
+    assert uni.delay.encode == pytest.approx(sigma_enc * delay.order_stat_mean(9, 9))
     # reduce: FFT decoding of the length-9000 code, N/q outputs each; wait for all 6
     per_output = delay.fft_decode_ops(9000).cost(sa, sm)
-    assert uni["decoder"] == "fft"
-    assert uni["delay"]["reduce"] == pytest.approx(
+    assert uni.decoder == "fft"
+    assert uni.delay.reduce == pytest.approx(
         per_output * N / 6 * delay.order_stat_mean(6, 6))
     # uncoded baselines neither encode nor decode
     for scheme in ("uc", "cmr"):
         out = predict(paper(scheme))
-        assert out["delay"]["encode"] == out["delay"]["reduce"] == 0
-        assert out["delay"]["map"] == pytest.approx(
-            out["sigma"]["map"] * delay.order_stat_mean(9, 9))
+        assert out.delay.encode == out.delay.reduce == 0
+        assert out.delay.map == pytest.approx(
+            out.sigma.map * delay.order_stat_mean(9, 9))
 
 
 def test_bdc_saves_encoding_and_decoding():
     uni = predict(paper("unified"))
-    assert predict(paper("bdc", T=1))["delay"] == pytest.approx(uni["delay"])
+    assert predict(paper("bdc", T=1)).delay.to_dict() == pytest.approx(uni.delay.to_dict())
     sa, sm = delay.field_op_costs(16)
     dense = 2000 * 6000 * (6000 * sm + 5999 * sa)
     for T in (10, 250):
@@ -96,42 +97,42 @@ def test_bdc_saves_encoding_and_decoding():
         # eq. (8) with m/T nonzeros per row, or T FFT codewords per column if cheaper
         gen = 2000 * 6000 * (6000 / T * sm + (6000 / T - 1) * sa)
         fft = 6000 * T * delay.fft_decode_ops(9000 / T).cost(sa, sm)
-        assert bdc["encoder"] == ("fft" if fft < gen else "generator")
-        assert bdc["delay"]["encode"] == pytest.approx(
+        assert bdc.encoder == ("fft" if fft < gen else "generator")
+        assert bdc.delay.encode == pytest.approx(
             min(gen, fft) * delay.order_stat_mean(9, 9))
-        assert bdc["delay"]["encode"] < dense * delay.order_stat_mean(9, 9)
-        assert bdc["delay"]["reduce"] < uni["delay"]["reduce"]
-        assert bdc["delay"]["total"] < uni["delay"]["total"]
+        assert bdc.delay.encode < dense * delay.order_stat_mean(9, 9)
+        assert bdc.delay.reduce < uni.delay.reduce
+        assert bdc.delay.total < uni.delay.total
 
 
 def test_bdc_map_delay_averages_over_the_servers_needed():
     mp = paper("bdc", T=3000)
     out = predict(mp)
-    pmf = {int(g): p for g, p in out["servers_needed_pmf"].items()}
+    pmf = {int(g): p for g, p in out.servers_needed_pmf.items()}
     assert len(pmf) > 1 and min(pmf) == 6
-    want = sum(p * delay.order_stat_mean(9, g, out["sigma"]["map"]) for g, p in pmf.items())
-    assert out["delay"]["map"] == pytest.approx(want)
-    assert out["delay"]["map"] > predict(paper("unified"))["delay"]["map"]
-    assert out["servers_needed"] == pytest.approx(sum(g * p for g, p in pmf.items()))
+    want = sum(p * delay.order_stat_mean(9, g, out.sigma.map) for g, p in pmf.items())
+    assert out.delay.map == pytest.approx(want)
+    assert out.delay.map > predict(paper("unified")).delay.map
+    assert out.servers_needed == pytest.approx(sum(g * p for g, p in pmf.items()))
     # another assignment changes the prediction through P
     inst = make_instance(9, 6, "1/3", 250, 3000)
     P = solvers.solve_random(inst, 1).P
-    assert predict(mp, assignment=P)["load"] != out["load"]
+    assert predict(mp, assignment=P).load != out.load
 
 
 def test_lt():
     out = predict(paper("lt"))
     eps = lt.design_overhead(6000)
-    assert out["eps"] == pytest.approx(eps) and out["decoder"] == "peeling"
-    assert out["load"] == pytest.approx(lt_load(9, 6, "1/3", eps))
+    assert out.eps == pytest.approx(eps) and out.decoder == "peeling"
+    assert out.load == pytest.approx(lt_load(9, 6, "1/3", eps))
     assert lt_load(9, 6, "1/3", 0.0) == pytest.approx(float(unified_load(9, 6, "1/3").load))
     # a larger overhead never lowers the load or the servers waited for
     loads = [lt_load(9, 6, "1/3", e) for e in np.linspace(0, 0.49, 25)]
     assert all(a <= b + 1e-12 for a, b in zip(loads, loads[1:]))
-    g = [predict(paper("lt", eps=e))["servers_needed"] for e in (0.0, 0.3, 0.45)]
+    g = [predict(paper("lt", eps=e)).servers_needed for e in (0.0, 0.3, 0.45)]
     assert g == sorted(g) and g[0] == 6 and g[-1] > 6
     # the inactivation decoder's small overhead makes LT's load nearly the unified one
-    assert predict(paper("lt", eps=0.003))["load"] < out["load"]
+    assert predict(paper("lt", eps=0.003)).load < out.load
 
 
 @settings(max_examples=40, deadline=None)
@@ -148,9 +149,9 @@ def test_lt_load_matches_spec_b3_at_zero_overhead(kq, eps):
 def test_shift_only_variant_is_faster_for_large_sigma():
     a = predict(paper("bdc", T=250))
     b = predict(paper("bdc", T=250, scale_tail=False))
-    assert b["delay"]["total"] < a["delay"]["total"]
-    assert b["delay"]["map"] == pytest.approx(
-        b["sigma"]["map"] + delay.order_stat_mean(9, 6) - 1.0)
+    assert b.delay.total < a.delay.total
+    assert b.delay.map == pytest.approx(
+        b.sigma.map + delay.order_stat_mean(9, 6) - 1.0)
 
 
 def test_from_runtime_parameters():
@@ -189,8 +190,13 @@ def test_model_json(capsys, scheme):
     assert list(obj) == ["scheme", "load", "servers_needed", "delay"]
     assert list(obj["delay"]) == ["encode", "map", "reduce", "total"]
     want = predict(paper(scheme, T=250 if scheme == "bdc" else 1))
-    assert obj["scheme"] == scheme and obj["load"] == want["load"]
-    assert obj["delay"] == want["delay"]
+    assert obj["scheme"] == scheme and obj["load"] == want.load
+    assert obj["delay"] == want.delay.to_dict()
+    full = want.to_dict()  # the typed prediction gives the old nested dict
+    assert list(full) == ["scheme", "load", "servers_needed", "delay", "field", "l",
+                          "convention", "encoder", "ops", "sigma", "decoder",
+                          "servers_needed_pmf", "load_exact", "exact", "eps"]
+    assert json.loads(json.dumps({k: full[k] for k in obj})) == obj
 
 
 def test_model_readable(capsys):
@@ -255,7 +261,7 @@ def test_lt_servers_by_rows():
         need = math.ceil(6000 * (1 + eps))
         assert 250 * (36 - math.comb(9 - g, 2)) >= need
         assert g == 6 or 250 * (36 - math.comb(9 - g + 1, 2)) < need
-        assert predict(paper("lt", eps=eps))["servers_needed"] == g
+        assert predict(paper("lt", eps=eps)).servers_needed == g
 
 
 def test_register_adds_both_commands(capsys):

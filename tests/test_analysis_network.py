@@ -273,9 +273,13 @@ def test_cmr_over_uc_in_p2p_is_mu_q_times_the_load_ratio(K, q, mu):
     assert Fraction(tc, tu) == p * c.load / u.load == Fraction(K - p, K - 1)
     net = nw.make_network(K + 1, "100mbit")
     rep = nw.network_report(pl_c.params, net, "p2p")
-    assert rep["over_uc"]["load"] == pytest.approx(float(c.load / u.load))
+    assert rep.over_uc.load == pytest.approx(float(c.load / u.load))
     want = (tc + H * p * len(c.multicasts)) / (tu + H * len(u.unicasts))
-    assert rep["over_uc"]["shuffle_bytes"] == pytest.approx(want)
+    assert rep.over_uc.shuffle_bytes == pytest.approx(want)
+    # the typed report gives the model's JSON object
+    d = rep.to_dict()
+    assert d["over_uc"]["load"] == rep.over_uc.load and d["seconds"]["total"] == rep.coded.seconds
+    assert list(d)[:2] == ["hosts", "alpha_s"] and list(d)[-1] == "over_uc"
 
 
 def test_gather_sends_every_output_to_the_master_and_distribution_nothing():

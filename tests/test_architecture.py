@@ -201,7 +201,9 @@ def test_no_import_cycle():
 
 LAYERS: list[tuple[str, ...]] = [
     ("mpi_coded", "mpi_coded.errors", "mpi_coded.wait_modes", "mpi_coded.results",
-     "mpi_coded.proctree", "mpi_coded.rates"),  # rates: the one link-rate parser
+     "mpi_coded.proctree", "mpi_coded.rates",  # rates: the one link-rate parser
+     "mpi_coded.config_keys",  # both jobs' config key declarations
+     "mpi_coded.registry"),  # name -> scheme, policy or workload
     ("mpi_coded.fields", "mpi_coded.gf_kernels"),
     ("mpi_coded.codes",),
     ("mpi_coded.analysis.loads", "mpi_coded.analysis.delay"),  # formulas
@@ -209,7 +211,8 @@ LAYERS: list[tuple[str, ...]] = [
      "mpi_coded.cluster"),  # the emulated cluster: ip/tc/nsenter, no MPI
     ("mpi_coded.analysis",),  # evaluators and the model (and analysis.network: the
     # network model over the coded and elastic plans), over the coded plans
-    ("mpi_coded.plotting", "mpi_coded.report"),  # figures and the results page, no MPI
+    ("mpi_coded.plotting", "mpi_coded.report",  # figures and the results page, no MPI
+     "mpi_coded.plugins"),  # a plugin registers schemes (coded), policies, workloads (cec)
     ("mpi_coded.runtime",),
     ("mpi_coded.cli", "mpi_coded.__main__"),
 ]
@@ -248,26 +251,56 @@ def test_layers():
     assert bad == []
 
 
-def test_no_branches_on_scheme_names():
-    """Scheme behaviour lives in the scheme objects: outside ``coded/schemes`` (and the
-    runtime) no comparison against a scheme's name."""
-    names = {"uc", "cmr", "sc", "unified", "bdc", "lt"}
+NAMED_KINDS: dict[str, tuple[set[str], tuple[str, ...]]] = {
+    "scheme": ({"uc", "cmr", "sc", "unified", "bdc", "lt"}, ("mpi_coded/coded/schemes/",)),
+    "policy": ({"heterogeneous", "heterogeneous-tw", "cyclic", "uncoded"},
+               ("mpi_coded/cec/policies.py",)),
+    "workload": ({"independent", "power", "linreg"}, ("mpi_coded/cec/workloads.py",)),
+}
+"""Each kind of pluggable object: the package's own names, and the modules that own them
+(the only places that may compare against them)."""
+
+
+def _name_branches(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines of ``tree`` that compare against one of ``names`` (``==``, ``in`` a literal
+    container, or a ``match`` case)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            consts = [c for c in operands if isinstance(c, ast.Constant) and c.value in names]
+            tuples = [c for c in operands if isinstance(c, (ast.Tuple, ast.Set, ast.List))
+                      and any(isinstance(e, ast.Constant) and e.value in names
+                              for e in c.elts)]
+            if consts or tuples:
+                lines.append(node.lineno)
+        elif isinstance(node, ast.MatchValue) and isinstance(node.value, ast.Constant) \
+                and node.value.value in names:
+            lines.append(node.lineno)
+    return lines
+
+
+@pytest.mark.parametrize("kind", sorted(NAMED_KINDS))
+def test_no_branches_on_scheme_policy_or_workload_names(kind):
+    """A scheme's, policy's or workload's behaviour lives in its object: outside the modules
+    that define the package's own, no comparison against their names (the runtime
+    included), so a plugin's object is never a second-class citizen."""
+    names, owners = NAMED_KINDS[kind]
     offenders = []
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(("mpi_coded/coded/schemes/", "mpi_coded/runtime/")):
+        if rel.startswith(owners):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Compare):
-                consts = [c for c in [node.left, *node.comparators]
-                          if isinstance(c, ast.Constant) and c.value in names]
-                tuples = [c for c in [node.left, *node.comparators]
-                          if isinstance(c, (ast.Tuple, ast.Set, ast.List))
-                          and any(isinstance(e, ast.Constant) and e.value in names
-                                  for e in c.elts)]
-                if consts or tuples:
-                    offenders.append(f"{rel}:{node.lineno}")
+        offenders += [f"{rel}:{n}" for n in _name_branches(ast.parse(path.read_text()), names)]
     assert offenders == []
+
+
+def test_the_name_rule_finds_branches():
+    tree = ast.parse("if policy == 'cyclic': pass\nif w in ('power', 'x'): pass\n"
+                     "match s:\n    case 'uc':\n        pass\n")
+    assert _name_branches(tree, {"cyclic"}) == [1]
+    assert _name_branches(tree, {"power"}) == [2]
+    assert _name_branches(tree, {"uc"}) == [4]
 
 
 # --- the shape of the runtime: short functions, typed records -------------------------------
@@ -331,3 +364,66 @@ def test_no_class_name_is_defined_twice():
             if isinstance(node, ast.ClassDef):
                 seen.setdefault(node.name, []).append(rel)
     assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+
+
+# --- the scripts: thin command lines over the package, one reader of results files --------
+
+MAX_SCRIPT_LINES = 300
+"""A script longer than this holds logic that belongs in the package."""
+SCRIPTS = ROOT / "scripts"
+READER = "mpi_coded/results/reading.py"
+"""The one module that parses the lines of a results file."""
+
+
+def test_no_script_is_over_300_lines():
+    long = {p.name: n for p in sorted(SCRIPTS.glob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_SCRIPT_LINES}
+    assert long == {}
+
+
+def _file_line_parsers(tree: ast.AST) -> list[int]:
+    """Lines where ``json.loads`` parses, in a loop or a comprehension, the lines of a file
+    (the loop runs over ``open(...)``, ``.read_text()``, ``.readlines()`` or a name bound by
+    ``with open(...) as name``)."""
+    opened = {item.optional_vars.id for node in ast.walk(tree) if isinstance(node, ast.With)
+              for item in node.items if isinstance(item.optional_vars, ast.Name)
+              and "open(" in ast.unparse(item.context_expr)}
+
+    def from_file(it: ast.AST) -> bool:
+        text = ast.unparse(it)
+        return any(s in text for s in ("open(", "read_text(", "readlines(")) or (
+            isinstance(it, ast.Name) and it.id in opened)
+
+    def loads_in(node: ast.AST) -> list[int]:
+        return [n.lineno for n in ast.walk(node) if isinstance(n, ast.Call)
+                and ast.unparse(n.func) in ("json.loads", "loads")]
+
+    lines: list[int] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and from_file(node.iter):
+            lines += [n for stmt in node.body for n in loads_in(stmt)]
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) \
+                and any(from_file(g.iter) for g in node.generators):
+            lines += loads_in(node)
+    return sorted(set(lines))
+
+
+def test_one_reader_of_results_files():
+    """Results files are parsed by ``mpi_coded.results`` (``read_results``, ``records``,
+    ``scan_results``) only: no other module of the package and no script reads JSON lines
+    from a file itself."""
+    offenders = []
+    for path in sorted([*PKG.rglob("*.py"), *SCRIPTS.glob("*.py")]):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == READER:
+            continue
+        offenders += [f"{rel}:{n}" for n in _file_line_parsers(ast.parse(path.read_text()))]
+    assert offenders == []
+
+
+def test_the_reader_rule_finds_readers():
+    code = ("rows = [json.loads(x) for x in Path(p).read_text().splitlines()]\n"
+            "with open(p) as f:\n    for line in f:\n        d = json.loads(line)\n"
+            "ok = [json.loads(x) for x in out.splitlines()]\n")
+    assert _file_line_parsers(ast.parse(code)) == [1, 4]
+    assert "json.loads" in (ROOT / READER).read_text()  # the one reader is where it says

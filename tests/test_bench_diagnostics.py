@@ -73,3 +73,73 @@ def test_encode_prices_times_every_server_and_prices_its_own_calls():
     # unified's parity servers encode with the FFT, and the model says so
     share = out["by_T"]["1"]["model_share"]
     assert share.get("rs_fft_encode", 0) + share.get("rs_fft_encode_large", 0) > 0.5
+
+
+# --- scripts/bench_coded.py over mpi_coded.analysis.bench_coded ---------------------------
+
+CODED_BENCH = ROOT / "scripts" / "bench_coded.py"
+SCALED_RUNS = ROOT / "docs" / "runs" / "bdc_over_unified_m1800.jsonl"
+MERGE_KEYS = {
+    "bdc_over_unified_measured_normalized", "bdc_over_unified_measured_normalized_iqr",
+    "model_over_measured_normalized_ratio", "scaled_summary_normalized",
+    "bdc_over_unified_measured", "bdc_over_unified_measured_iqr", "bdc_over_unified_model",
+    "bdc_over_unified_table_model", "model_over_measured_ratio", "scaled_summary",
+    "scaled_m", "scaled_phases", "all_verified_scaled"}
+
+
+def test_bench_coded_merge_prints_the_summary_keys(tmp_path):
+    from mpi_coded.analysis import bench_coded as bc
+
+    runs = bc.scaled_runs_in([SCALED_RUNS, SCALED_RUNS])  # each run once
+    assert runs and len(runs) == len(bc.scaled_runs_in([SCALED_RUNS]))
+    merged = bc.merged(runs)
+    assert set(merged) == MERGE_KEYS | {"scaled_runs"}
+    r = run_cmd([sys.executable, str(CODED_BENCH), "--merge", str(SCALED_RUNS)], timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(out) == MERGE_KEYS
+    assert out["bdc_over_unified_measured"] == pytest.approx(
+        merged["bdc_over_unified_measured"])
+    assert "BDC over unified, encode + reduce, m = n = N = 1800" in r.stdout
+    # a bench's own output (progress lines, then its JSON line) holds its runs too
+    printed = tmp_path / "bench.txt"
+    printed.write_text("progress\n" + json.dumps({"scaled_runs": runs}) + "\n")
+    assert bc.scaled_runs_in([printed]) == runs
+    empty = tmp_path / "empty.txt"
+    empty.write_text("nothing\n")
+    r = run_cmd([sys.executable, str(CODED_BENCH), "--merge", str(empty)], timeout=120)
+    assert r.returncode != 0 and "no scaled runs" in r.stderr
+
+
+def _coded_run(scale: float) -> dict:
+    return {"kind": "run", "job": "coded", "encode_s": 1.0 * scale, "map_s": 2.0 * scale,
+            "shuffle_s": 0.5 * scale, "reduce_s": 0.25 * scale, "total_s": 3.75 * scale,
+            "load_measured": 0.5, "verified": True, "bytes_on_wire": 1000,
+            "server_shuffle_s": {"0": 0.1 * scale, "1": 0.2 * scale},
+            "server_plan_s": {"0": 0.01, "1": 0.02}, "multicast_values": 6,
+            "unicast_values": 4}
+
+
+def test_bench_coded_joins_the_repetitions(tmp_path):
+    from mpi_coded.analysis import bench_coded as bc
+
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in (
+        {"kind": "config", "job": "coded", "scheme": "unified"}, _coded_run(1.0),
+        _coded_run(3.0), _coded_run(2.0), {"kind": "summary", "job": "coded"})))
+    runs = bc.run_records(path)
+    assert len(runs) == 3
+    med = bc.phase_medians(runs)
+    assert med["encode_s"] == 2.0 and med["total_s"] == 7.5 and med["verified"]
+    assert med["shuffle_Bps"] == pytest.approx(1000 / 1.0)
+    assert med["exchange_Bps"] == pytest.approx(1000 / 0.4)
+    assert med["plan_s"] == 0.02 and med["messages_bytes"] == 100
+    # only a partitioned scheme takes T
+    args = bc.coded_args("bdc", 720, 720, 720, 10, "gf2^16", 3, 0.0002, path)
+    assert args[args.index("--T") + 1] == "10"
+    assert "--T" not in bc.coded_args("unified", 720, 720, 720, 1, "gf2^16", 3, 0.0, path)
+    assert "--T" not in bc.scaled_args(1800, 300, 1, 2, path)
+    assert bc.scheme_at(1) == "unified" and bc.scheme_at(50) == "bdc"
+    assert bc.bench_Ts(720) == [1, 2, 5, 10, bc.eta_for("unified", 720)]
+    lines = bc.scheme_lines({"unified": med})
+    assert lines[0] == "" and lines[2].startswith("unified ") and lines[2].endswith("yes")

@@ -94,3 +94,17 @@ def test_wired_into_cli(capsys):
                      "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["load_exact"] == "3/4"
     assert cli.main(["load", "--scheme", "sc", "--K", "6", "--q", "4", "--mu", "1/3"]) == 2
+
+
+def test_load_choices_are_the_registry_when_the_parser_is_built(capsys):
+    """A scheme registered before the parser is built (a plugin's) is one of ``load``'s
+    choices; nothing froze them at import."""
+    from mpi_coded.coded.schemes import REGISTRY, Scheme
+
+    with REGISTRY.registered(Scheme("toy", "a toy scheme")):
+        assert run(["load", "--scheme", "toy", "--K", "6", "--q", "4", "--mu", "1/2",
+                    "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["scheme"] == "toy"
+    with pytest.raises(SystemExit):
+        run(["load", "--scheme", "toy", "--K", "6", "--q", "4", "--mu", "1/2"])
+    assert "invalid choice: 'toy'" in capsys.readouterr().err

@@ -102,7 +102,7 @@ def test_unified_encoding_is_the_fft_parity_not_a_dense_product():
 def ratio(scheme, T=1, **kw):
     def total(s, t):
         mp = model_params(s, 9, 6, "1/3", rows_per_batch=250, T=t, **kw)
-        return predict(mp)["delay"]["total"]
+        return predict(mp).delay.total
     return total(scheme, T) / total("uc", 1)
 
 
@@ -118,7 +118,7 @@ def test_authors_reference_values(scheme, T, want):
 def test_l14_reproduces_the_authors_unified_ratio_with_the_repository_model():
     assert ratio("unified", degree=14) == pytest.approx(1.60376, abs=1e-4)
     out = predict(model_params("unified", 9, 6, "1/3", rows_per_batch=250))
-    assert out["encoder"] == "fft" and out["l"] == 16  # the runtime's field: FFT encoding
+    assert out.encoder == "fft" and out.l == 16  # the runtime's field: FFT encoding
 
 
 def test_model_cli_l_and_bad_input(capsys):

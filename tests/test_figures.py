@@ -1,4 +1,5 @@
-"""scripts/figures.py: model curves beside real runs (tiny real jobs through mpiexec)."""
+"""scripts/figures.py and :mod:`mpi_coded.plotting.figures`: model curves beside real runs
+(tiny real jobs through mpiexec)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, load_script, mpiexec_path, run_cmd
+from conftest import ROOT, mpiexec_path, run_cmd
 
 SCRIPT = str(ROOT / "scripts" / "figures.py")
 PNGS = ("coded_vs_T.png", "coded_vs_K.png", "cec_steps.png")
@@ -24,11 +25,14 @@ pytest.importorskip("matplotlib", reason="matplotlib is not installed: no figure
 # --- drawing in this process, to look at what a figure plots ------------------------------
 
 def load_figures() -> ModuleType:
-    """scripts/figures.py as a module (its drawers, FIGURES, classify, read_results)."""
+    """:mod:`mpi_coded.plotting.figures`, what scripts/figures.py runs (its drawers,
+    FIGURES, classify, read_results)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    return load_script(SCRIPT, "figures_script")
+    from mpi_coded.plotting import figures
+
+    return figures
 
 
 class KeepingPlt:

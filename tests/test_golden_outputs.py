@@ -30,10 +30,8 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, run_cmd, run_mpi
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from make_golden import drop_paths  # noqa: E402  (the generator's own rule, not a copy)
+from conftest import run_cmd, run_mpi
+from mpi_coded.golden import drop_paths  # scripts/make_golden.py's own rule, not a copy
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 PURE = json.loads((GOLDEN / "pure_commands.json").read_text())

@@ -28,9 +28,12 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, mpi_flavor, mpiexec_path, processes_matching, run_cmd
-from mpi_coded.cluster import netns
+from mpi_coded.cluster import manage, netns
 
 pytestmark = pytest.mark.multihost
+IP, TC = (manage.find_tool(t) or t for t in ("ip", "tc"))  # as the tool finds them: also in
+# /usr/sbin and /sbin, which a user's default PATH leaves out (Debian's tc is only there)
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"  # Debian's PATH for a user: no sbin
 
 P2P = ROOT / "scripts" / "p2p_throughput.py"
 CHECK = ROOT / "scripts" / "check_results.py"
@@ -158,10 +161,14 @@ def test_bad_input_is_one_line_naming_the_argument(args, message):
 
 
 def test_without_root_or_cap_net_admin_one_line_says_what_is_missing():
+    # with a user's default PATH (no sbin): the privilege is checked before any tool
+    path = {"PATH": DEFAULT_PATH}
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        r = run_cmd([sys.executable, "-m", "mpi_coded", "cluster", "up", "--hosts", "2"], 60)
+        r = run_cmd([sys.executable, "-m", "mpi_coded", "cluster", "up", "--hosts", "2"], 60,
+                    env=path)
         if os.geteuid() != 0:
-            assert r.returncode == 2 and "needs root" in r.stderr
+            assert r.returncode == 2 and "needs root" in r.stderr, r.stderr
+            assert "not root" in r.stderr and "not installed" not in r.stderr, r.stderr
             assert len(r.stderr.splitlines()) == 1
         return
     up = ["cluster", "up", "--hosts", "2", "--dir", "/nonexistent/mc"]
@@ -177,7 +184,7 @@ def test_without_root_or_cap_net_admin_one_line_says_what_is_missing():
                        "from mpi_coded.cli.main import main; sys.exit(main(sys.argv[1:]))",
                        *up], "not root"))
     for drop, argv, says in cases:
-        r = run_cmd(["setpriv", *drop, sys.executable, *argv], timeout=60)
+        r = run_cmd(["setpriv", *drop, sys.executable, *argv], timeout=60, env=path)
         assert r.returncode == 2 and says in r.stderr, r.stderr
         assert len(r.stderr.splitlines()) == 1
 
@@ -190,14 +197,12 @@ def _others_can_read(path: Path) -> bool:
 # --- on this machine: needs root ----------------------------------------------------------
 
 def _need_namespaces() -> None:
-    from mpi_coded.cluster import manage
-
     why = manage.missing_privilege()
     if why is None:
         probe = f"mpi-coded-probe-{os.getpid()}"
-        r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True,
+        r = subprocess.run([IP, "netns", "add", probe], capture_output=True, text=True,
                            timeout=60)
-        subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=60)
+        subprocess.run([IP, "netns", "del", probe], capture_output=True, timeout=60)
         if r.returncode != 0:
             why = f"ip netns add fails here: {r.stderr.strip()}"
     if why:
@@ -272,10 +277,10 @@ def _snapshot() -> dict[str, list[str]]:
                                      timeout=60).stdout.splitlines())
 
     links = sorted(re.split(r":\s+", line, maxsplit=2)[1].split("@")[0]
-                   for line in out("ip", "-o", "link", "show"))
-    return {"netns": out("ip", "netns", "list"), "links": links,
-            "bridges": out("ip", "-o", "link", "show", "type", "bridge"),
-            "qdiscs": [q for q in out("tc", "qdisc", "show")]}
+                   for line in out(IP, "-o", "link", "show"))
+    return {"netns": out(IP, "netns", "list"), "links": links,
+            "bridges": out(IP, "-o", "link", "show", "type", "bridge"),
+            "qdiscs": [q for q in out(TC, "qdisc", "show")]}
 
 
 def _ours(snapshot: dict[str, list[str]], name: str) -> dict[str, list[str]]:
@@ -297,12 +302,12 @@ def test_up_4_then_down_leaves_the_machine_as_found(work):
         # each host has its own host name and address; egress shaped on its eth0
         h3 = st["hosts"][2]
         r = run_cmd([str(c.dir / "launcher.sh"), "-x", h3["host"],
-                     "hostname; ip -o -4 addr show dev eth0; tc qdisc show dev eth0"], 60)
+                     f"hostname; {IP} -o -4 addr show dev eth0; {TC} qdisc show dev eth0"], 60)
         assert r.returncode == 0, r.stderr
         assert r.stdout.splitlines()[0] == h3["host"] and h3["address"] in r.stdout
         assert "tbf" in r.stdout and "rate 50Mbit" in r.stdout
         # ingress shaped on its bridge port
-        q = run_cmd(["tc", "qdisc", "show", "dev", h3["port"]], 60)
+        q = run_cmd([TC, "qdisc", "show", "dev", h3["port"]], 60)
         assert "tbf" in q.stdout and "rate 50Mbit" in q.stdout
         # the queues, as tc reads them back: seconds of the rate beyond the burst
         assert st["queue_bytes"] == 2 * 2**20 and st["tcp"] == "reno"
@@ -310,9 +315,9 @@ def test_up_4_then_down_leaves_the_machine_as_found(work):
                      "cat /proc/sys/net/ipv4/tcp_congestion_control"], 60)
         assert r.stdout.strip() == "reno", r
         for where, cmd, limit in (
-                ("port", ["tc", "-j", "qdisc", "show", "dev", h3["port"]], 2 * 2**20),
+                ("port", [TC, "-j", "qdisc", "show", "dev", h3["port"]], 2 * 2**20),
                 ("eth0", [str(c.dir / "launcher.sh"), h3["host"],
-                          "tc -j qdisc show dev eth0"], netns.HOST_QUEUE)):
+                          f"{TC} -j qdisc show dev eth0"], netns.HOST_QUEUE)):
             got = json.loads(run_cmd(cmd, 60).stdout)[0]["options"]
             want_us = (limit - got["burst"]) / 6.25e6 * 1e6  # 50 Mbit/s in bytes/s
             assert got["lat"] == pytest.approx(want_us, rel=0.01), (where, got)
@@ -625,7 +630,7 @@ def test_no_rank_is_left_behind():
 
 def _need_slurm() -> None:
     missing = [t for t in ("slurmctld", "slurmd", "sbatch", "srun", "sacct", "munged")
-               if shutil.which(t) is None]
+               if manage.find_tool(t) is None]
     if missing:
         why = f"SLURM is not installed ({', '.join(missing)} missing): apt-get install " \
               "slurm-wlm munge"
@@ -791,10 +796,10 @@ def test_a_host_whose_link_goes_down_is_left_out_and_rejoins(four_hosts, work):
     # loaded machine): down at step 3 for 4 s
     try:
         job.wait_for_step(3)
-        subprocess.run(["ip", "link", "set", port, "down"], check=True, timeout=60)
+        subprocess.run([IP, "link", "set", port, "down"], check=True, timeout=60)
         time.sleep(4.0)
     finally:
-        subprocess.run(["ip", "link", "set", port, "up"], check=True, timeout=60)
+        subprocess.run([IP, "link", "set", port, "up"], check=True, timeout=60)
     rc, text = job.finish(300)
     assert rc == 0, text
     _check(out)
@@ -825,7 +830,7 @@ def test_killing_every_rank_of_a_host_ends_the_job_naming_it(four_hosts, work):
     job = Background(c, config, work / "kill.jsonl", 300)
     job.wait_for_step(3)
     host = next(h for h in c.status()["hosts"] if h["host"] == f"{c.name}-node3")
-    pids = subprocess.run(["ip", "netns", "pids", host["netns"]], capture_output=True,
+    pids = subprocess.run([IP, "netns", "pids", host["netns"]], capture_output=True,
                           text=True, timeout=60).stdout.split()
     victims = [int(p) for p in pids if str(config) in _cmdline(p)]
     assert len(victims) == 2, victims  # ranks 4 and 5
@@ -914,7 +919,7 @@ class Watched:
 
 def _netns_pids(c: Emulated) -> dict[str, list[str]]:
     """What runs on each host (``ip netns pids``)."""
-    return {h["host"]: subprocess.run(["ip", "netns", "pids", h["netns"]], capture_output=True,
+    return {h["host"]: subprocess.run([IP, "netns", "pids", h["netns"]], capture_output=True,
                                       text=True, timeout=60).stdout.split()
             for h in c.status()["hosts"]}
 
@@ -937,11 +942,11 @@ def test_a_coded_host_cut_off_in_the_map_is_a_straggler_and_comes_back(four_host
                          "--timeout", str(timeout), "--out", str(out)], 300)
     try:
         job.wait_for(r"rep 0 encode")  # the map order follows at once
-        subprocess.run(["ip", "link", "set", port, "down"], check=True, timeout=60)
+        subprocess.run([IP, "link", "set", port, "down"], check=True, timeout=60)
         cut = time.monotonic()
         time.sleep(down_s)
     finally:
-        subprocess.run(["ip", "link", "set", port, "up"], check=True, timeout=60)
+        subprocess.run([IP, "link", "set", port, "up"], check=True, timeout=60)
     rc, text, ended = job.finish(300)
     assert rc == 0, text
     _check(out)
@@ -992,7 +997,7 @@ def test_a_coded_finisher_cut_off_in_the_shuffle_ends_the_job_naming_it(work):
                              "float64", "--t-row", "0.01", "--fault", "slow:1:4", "--fault",
                              "slow:2:4", "--timeout", str(timeout), "--out", marker], 300)
         m = job.wait_for(r"rep 0 map .*Q=([0-9,]+)")
-        subprocess.run(["ip", "link", "set", host3["port"], "down"], check=True, timeout=60)
+        subprocess.run([IP, "link", "set", host3["port"], "down"], check=True, timeout=60)
         cut = time.monotonic()
         rc, text, ended = job.finish(timeout + 120)
         took = ended - cut
@@ -1014,7 +1019,7 @@ def test_a_coded_finisher_cut_off_in_the_shuffle_ends_the_job_naming_it(work):
         assert not any(left.values()), left
         assert processes_matching(marker) == []
     finally:
-        subprocess.run(["ip", "link", "set", host3["port"], "up"], timeout=60)
+        subprocess.run([IP, "link", "set", host3["port"], "up"], timeout=60)
         c.down()
     print(f"link of {host3['host']} down in the shuffle: the job ended {took:.1f} s later "
           f"(timeout {timeout} s), rc {rc}, naming ranks {sorted(named)} on {host3['host']}; "

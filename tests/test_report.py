@@ -180,7 +180,7 @@ def test_the_page_opens_in_chromium_with_every_figure_and_the_numbers(
     c = results.coded_jobs(results.read_results(PAPER))[0].config
     p = coded_params(c.scheme, c.K, c.q, c.mu, c.rows_per_batch, c.n, c.N, c.T, c.field)
     want = calibration.predict_seconds(p, calibration.load(str(CALIBRATION)),
-                                       cores=c.run.cores if c.run else None)["wall"]
+                                       cores=c.run.cores if c.run else None).wall.to_dict()
     assert all(shown(models[1][f"{ph}_s"], want[ph]) for ph in ("encode", "map", "reduce"))
     # the sweep's runs and the run records
     sweep = results.sweep_runs(results.read_results(examples["sweep"]))

@@ -1,7 +1,8 @@
-"""mpi_coded.results: the one schema module (writer, readers, typed views)."""
+"""mpi_coded.results: the one schema package (writer, readers, typed views)."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import types
@@ -275,3 +276,59 @@ def test_the_elastic_config_line_declares_every_config_key(toml):
     assert ElasticConfig.from_record(line) == rec
     with pytest.raises(SchemaError, match="does not declare nonsense"):
         ElasticConfig.of({**cfg.to_dict(), "nonsense": 1}, results.RunContext(), 1)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = {results.CEC, results.CODED, results.CONFIG, results.SETUP, results.STEP,
+         results.SUMMARY, results.RUN, results.RUN_FAILED}
+KEYS = (results.KIND_KEY, results.JOB_KEY)
+
+
+def _defined(path: Path) -> list[str]:
+    """The public names a module defines at its top level."""
+    out: list[str] = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                out += [e.id for e in ast.walk(t) if isinstance(e, ast.Name)]
+    return [k for k in out if not k.startswith("_") and k not in ("empty_list", "empty_dict")]
+
+
+def test_the_package_re_exports_every_public_name_of_its_modules():
+    import importlib
+
+    for path in sorted((ROOT / "mpi_coded" / "results").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        mod = importlib.import_module(f"mpi_coded.results.{path.stem}")
+        names = _defined(path)
+        assert names and [k for k in names if k not in results.__all__] == [], path.name
+        assert all(getattr(results, k) is getattr(mod, k) for k in names)
+
+
+@pytest.mark.parametrize("rel", [
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "mpi_coded" / "results").glob("*.py")
+            if p.name != "names.py"),
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "mpi_coded" / "report").glob("*.py")),
+    "mpi_coded/cec/resume.py", "mpi_coded/cli/report.py"])
+def test_line_kinds_and_jobs_are_spelled_once(rel):
+    """Outside ``results/names.py`` a line's ``kind`` or ``job`` is read with ``kind_of`` /
+    ``job_of`` and compared with the constants, never with a string literal."""
+    tree = ast.parse((ROOT / rel).read_text())
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            bad += [f"{rel}:{node.lineno} compares with {c.value!r}"
+                    for c in [node.left, *node.comparators]
+                    if isinstance(c, ast.Constant) and c.value in NAMES]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "get" and node.args \
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value in KEYS:
+            bad.append(f"{rel}:{node.lineno} reads {node.args[0].value!r}")
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and node.slice.value in KEYS:
+            bad.append(f"{rel}:{node.lineno} reads {node.slice.value!r}")
+    assert bad == []

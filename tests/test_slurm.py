@@ -23,6 +23,7 @@ import pytest
 from test_sweep import POINTS, check_png, check_sweep_file, needs_matplotlib
 
 from conftest import ROOT, processes_matching, run_cmd
+from mpi_coded.cluster.netns import SBIN_DIRS, find_tool
 
 HARNESS = ROOT / "scripts" / "slurm_harness.sh"
 SHELL_SCRIPTS = sorted([*ROOT.glob("slurm/*.sh"), *ROOT.glob("scripts/*.sh")])
@@ -79,15 +80,23 @@ class Harness:
 
 
 def missing_slurm() -> str | None:
+    """Why the harness cannot run here: root first, then the tools (Debian's slurmctld and
+    slurmd are in /usr/sbin, found there as ``mpi-coded cluster`` finds them)."""
     if not sys.platform.startswith("linux"):
         return "the SLURM harness runs on Linux only"
-    missing = [t for t in ("sbatch", "slurmctld", "slurmd", "srun") if shutil.which(t) is None]
+    if os.geteuid() != 0:
+        return "the SLURM harness must run as root (slurmd, munged)"
+    missing = [t for t in ("sbatch", "slurmctld", "slurmd", "srun") if find_tool(t) is None]
     if missing:
         return (f"SLURM is not installed ({', '.join(missing)} missing): "
                 "apt-get install slurm-wlm munge (.ci/run does; it failed or was not run)")
-    if os.geteuid() != 0:
-        return "the SLURM harness must run as root (slurmd, munged)"
     return None
+
+
+def path_with_sbin() -> str:
+    """PATH and then the sbin directories it lacks (the harness finds its tools on PATH)."""
+    path = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    return os.pathsep.join([*path, *(d for d in SBIN_DIRS if d not in path)])
 
 
 def run_harness(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[int, str]:
@@ -122,7 +131,7 @@ def harness(tmp_path_factory):
                  "--queue-wait", "120", "--grid", "cols=50,100,200", "--grid",
                  "policy=heterogeneous,cyclic", "--grid", "t_row=0", "--out", str(sweep_out)]
     env = {"MPI_CODED_PYTHON": sys.executable, "HARNESS_DIR": str(state),
-           "HARNESS_JOB_TIMEOUT": "150"}
+           "HARNESS_JOB_TIMEOUT": "150", "PATH": path_with_sbin()}
     rc, out = run_harness(["bash", str(HARNESS), "--", *sweep_cmd], env, HARNESS_TIMEOUT)
     return Harness(rc, out, state, sweep_out, sweep_png)
 

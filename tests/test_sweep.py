@@ -1,4 +1,5 @@
-"""scripts/sweep.py (local, through mpiexec) and scripts/plot_results.py."""
+"""scripts/sweep.py (local, through mpiexec; its logic: :mod:`mpi_coded.cluster.sweep`)
+and scripts/plot_results.py."""
 
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, mpiexec_path, processes_matching, run_cmd
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import sweep  # noqa: E402
+from mpi_coded import results
+from mpi_coded.cluster import sweep
 
 GRID = ["--grid", "cols=50,100,200", "--grid", "policy=heterogeneous,cyclic", "--grid", "t_row=0"]
 POINTS = [{"cols": c, "policy": p, "t_row": 0}
@@ -22,7 +22,7 @@ POINTS = [{"cols": c, "policy": p, "t_row": 0}
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return results.read_results(path)
 
 
 def by_run(lines: list[dict]) -> dict[int, list[dict]]:
@@ -175,3 +175,18 @@ def test_config_keys_go_into_a_toml_the_job_accepts(tmp_path):
     assert (cfg.cols, cfg.availability.p, cfg.N, cfg.rows) == (64, 0.1, 15, 3000)
     args, world = sweep.job_args({"N": 3, "L": 2}, None, tmp_path, 1)
     assert world == 4
+
+
+def test_runs_interleave_the_repetitions_and_read_back_torn_files(tmp_path):
+    grid = sweep.parse_grid(["cols=50,100", "policy=cyclic"])
+    pts, runs = sweep.plan_runs(grid, 2, None, tmp_path)
+    assert pts == [{"cols": 50, "policy": "cyclic"}, {"cols": 100, "policy": "cyclic"}]
+    assert [(r.run, r.rep, r.params["cols"]) for r in runs] == [
+        (0, 0, 50), (1, 0, 100), (2, 1, 50), (3, 1, 100)]
+    assert all(r.world == runs[0].world and r.args[:2] == ["run", "cec"] for r in runs)
+    f = tmp_path / "run.jsonl"
+    f.write_text('{"kind": "config", "job": "cec"}\n[1, 2]\n{"kind": "st')
+    assert sweep.read_run(f) == [{"kind": "config", "job": "cec"},
+                                 {"kind": "unreadable", "text": "[1, 2]"}]
+    assert sweep.read_run(tmp_path / "none.jsonl") == []
+    assert set(sweep.LAUNCHERS) == {"local", "slurm"}

@@ -104,7 +104,13 @@ from mpi_coded.codes.lt import DEFAULT_C, DEFAULT_DELTA
 from mpi_coded.errors import require
 
 MODEL_SCHEMES = SCHEMES
-"""Every scheme has a model."""
+"""The package's own schemes: every scheme has a model."""
+
+
+def model_schemes() -> tuple[str, ...]:
+    """Every registered scheme, plugins' included (asked when a parser is built, after the
+    plugins are loaded): every scheme has a model."""
+    return names()
 
 CONVENTIONS = ("repository", "authors")
 """Delay-model conventions: this repository's (docs/theory.md (B.6)) or the BDC authors'
@@ -251,16 +257,96 @@ def _mean(K: int, i: int, sigma: float, scale_tail: bool) -> float:
     return order_stat_moments(K, i, sigma, scale_tail)[0] if sigma > 0 else 0.0
 
 
+@dataclass(frozen=True)
+class PhaseDelays:
+    """Expected delay of each phase, in time units (module docstring)."""
+
+    encode: float
+    map: float
+    reduce: float
+
+    @property
+    def total(self) -> float:
+        """``D = D_encode + D_map + D_reduce``."""
+        return self.encode + self.map + self.reduce
+
+    def to_dict(self) -> dict[str, float]:
+        return {"encode": self.encode, "map": self.map, "reduce": self.reduce,
+                "total": self.total}
+
+
+@dataclass(frozen=True)
+class Complexities:
+    """``sigma_A``, ``sigma_M`` and the per-server complexity of each phase."""
+
+    A: float
+    M: float
+    encode: float
+    map: float
+    reduce: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"A": self.A, "M": self.M, "encode": self.encode, "map": self.map,
+                "reduce": self.reduce}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What :func:`predict` returns: load, servers needed, delay per phase and details
+    (:meth:`to_dict`: the model's JSON object)."""
+
+    scheme: str
+    load: float
+    servers_needed: float
+    delay: PhaseDelays
+    field: str
+    l: int | None  # noqa: E741 (the paper's name)
+    convention: str
+    encoder: str | None
+    encode_ops: Ops
+    """The encoding's operation counts per server."""
+    map_rows: float
+    """Rows each server multiplies in the map."""
+    sigma: Complexities
+    decoder: str | None
+    servers_needed_pmf: dict[int, float]
+    """``P(g)``: probability that the map phase waits for ``g`` servers."""
+    load_exact: Fraction | None
+    exact: bool
+    eps: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The nested dict of the model's JSON output (``load_exact`` a fraction string,
+        the pmf keyed by strings)."""
+        return {
+            "scheme": self.scheme,
+            "load": self.load,
+            "servers_needed": self.servers_needed,
+            "delay": self.delay.to_dict(),
+            "field": self.field,
+            "l": self.l,
+            "convention": self.convention,
+            "encoder": self.encoder,
+            "ops": {"encode": self.encode_ops, "map_rows": self.map_rows},
+            "sigma": self.sigma.to_dict(),
+            "decoder": self.decoder,
+            "servers_needed_pmf": {str(g): pr for g, pr in sorted(self.servers_needed_pmf.items())},
+            "load_exact": None if self.load_exact is None else str(self.load_exact),
+            "exact": self.exact,
+            "eps": self.eps,
+        }
+
+
 def predict(setting: ModelSetting | CodedParams, assignment: np.ndarray | None = None,
             exact_limit: int = EXACT_LIMIT, samples: int = SAMPLES, seed: int = 0
-            ) -> dict[str, Any]:
+            ) -> Prediction:
     """Predicted load, servers needed and delay per phase (module docstring).
 
     ``setting`` may be a runtime :class:`CodedParams` (default model options).
-    Returns ``{"scheme", "load", "servers_needed", "delay": {"encode", "map",
-    "reduce", "total"}}`` plus details: ``field``, ``sigma`` (per-server
+    Returns a :class:`Prediction`: ``scheme``, ``load``, ``servers_needed``, ``delay``
+    (encode, map, reduce, total) plus details: ``field``, ``sigma`` (per-server
     complexities and ``sigma_A``, ``sigma_M``), ``decoder``, ``servers_needed_pmf``,
-    ``load_exact`` (a fraction string where exact), ``exact``, ``eps`` (lt).
+    ``load_exact`` (exact where known), ``exact``, ``eps`` (lt).
     """
     ms = ModelSetting(setting) if isinstance(setting, CodedParams) else setting
     p = ms.params
@@ -297,22 +383,11 @@ def predict(setting: ModelSetting | CodedParams, assignment: np.ndarray | None =
     d_enc = _mean(K, K, sigma_enc, ms.scale_tail)
     d_map = mixture_order_mean(pmf, K, sigma_map, ms.scale_tail) if sigma_map > 0 else 0.0
     d_red = _mean(q, q, sigma_red, ms.scale_tail)
-    return {
-        "scheme": p.scheme,
-        "load": load,
-        "servers_needed": mean_servers_needed(pmf),
-        "delay": {"encode": d_enc, "map": d_map, "reduce": d_red,
-                  "total": d_enc + d_map + d_red},
-        "field": ms.field_label,
-        "l": ms.l,
-        "convention": ms.convention,
-        "encoder": terms.encoder,
-        "ops": {"encode": terms.encode, "map_rows": terms.rows},
-        "sigma": {"A": sa, "M": sm, "encode": sigma_enc, "map": sigma_map,
-                  "reduce": sigma_red},
-        "decoder": terms.decoder,
-        "servers_needed_pmf": {str(g): pr for g, pr in sorted(pmf.items())},
-        "load_exact": None if load_exact is None else str(load_exact),
-        "exact": exact,
-        "eps": terms.eps,
-    }
+    return Prediction(
+        scheme=p.scheme, load=load, servers_needed=mean_servers_needed(pmf),
+        delay=PhaseDelays(d_enc, d_map, d_red), field=ms.field_label, l=ms.l,
+        convention=ms.convention, encoder=terms.encoder, encode_ops=terms.encode,
+        map_rows=terms.rows,
+        sigma=Complexities(sa, sm, sigma_enc, sigma_map, sigma_red),
+        decoder=terms.decoder, servers_needed_pmf=dict(sorted(pmf.items())),
+        load_exact=load_exact, exact=exact, eps=terms.eps)

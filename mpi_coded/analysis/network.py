@@ -71,7 +71,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mpi_coded.cec.plan import StepPlan
+from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.cec.uncoded import MASTER, Layout, Move, moves, uncoded_split
 from mpi_coded.coded.mapend import MapEnd, map_end
 from mpi_coded.coded.params import CodedParams
@@ -553,9 +553,65 @@ def uc_reference(p: CodedParams) -> CodedParams:
     return runnable_params(CodedParams(uc, p.K, p.q, p.mu, p.m, p.n, p.N, 1, p.field_name))
 
 
+@dataclass(frozen=True)
+class FittedShuffle:
+    """The shuffle fitted on the job's training runs (docs/theory.md (B.8))."""
+
+    seconds: float
+    fit: Any
+    """The :class:`~mpi_coded.analysis.shuffle_fit.ShuffleFit` used."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "fit": self.fit.to_dict()}
+
+
+@dataclass(frozen=True)
+class OverUc:
+    """The coded shuffle over uc's at the same sizes and field (None: uc's is 0)."""
+
+    shuffle_s: float | None
+    shuffle_bytes: float | None
+    load: float | None
+    """The plain load ratio (a multicast counted once: a broadcast medium)."""
+    uc_shuffle_s: float | None = None
+    uc_shuffle_bytes: int | None = None
+    shuffle_fitted_s: float | None = None
+    """With a fit: the fitted shuffle's ratio (absent from the dict without one)."""
+    fitted: bool = False
+    uc_not_runnable: str | None = None
+    """Why uc cannot run at these sizes (then there is no ratio)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"shuffle_s": self.shuffle_s,
+                               "shuffle_bytes": self.shuffle_bytes, "load": self.load}
+        if self.uc_not_runnable is not None:
+            out["uc_not_runnable"] = self.uc_not_runnable
+            return out
+        out.update(uc_shuffle_s=self.uc_shuffle_s, uc_shuffle_bytes=self.uc_shuffle_bytes)
+        if self.fitted:
+            out["shuffle_fitted_s"] = self.shuffle_fitted_s
+        return out
+
+
+@dataclass(frozen=True)
+class NetworkReport:
+    """``model --rate``'s ``network`` object (:func:`network_report`; :meth:`to_dict`)."""
+
+    network: Network
+    coded: CodedNetwork
+    over_uc: OverUc
+    shuffle_fitted: FittedShuffle | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.network.to_dict(), **self.coded.to_dict(),
+                **({"shuffle_fitted": self.shuffle_fitted.to_dict()}
+                   if self.shuffle_fitted is not None else {}),
+                "over_uc": self.over_uc.to_dict()}
+
+
 def network_report(p: CodedParams, net: Network, multicast: str = "p2p",
                    bcast_tree: str = "binomial", order: Sequence[int] | None = None,
-                   assignment: Any = None, fit: Any = None) -> dict[str, Any]:
+                   assignment: Any = None, fit: Any = None) -> NetworkReport:
     """``model --rate``'s ``network`` object: the network (hosts, rates, ``alpha``,
     efficiency), the coded job's phases priced on it (:func:`coded_network`) and, beside
     the uncoded job's at the same sizes and field (:func:`uc_reference`, same ``order``),
@@ -563,32 +619,31 @@ def network_report(p: CodedParams, net: Network, multicast: str = "p2p",
     ratio (a multicast counted once: what a broadcast medium would give).  With ``fit``
     (a :class:`~mpi_coded.analysis.shuffle_fit.ShuffleFit` from the calibration file),
     ``shuffle_fitted`` holds the shuffle fitted on the job's training runs ((B.8)) and
-    ``over_uc`` its ratio too."""
+    ``over_uc`` its ratio too.  A :class:`NetworkReport`; its ``to_dict()`` is the JSON
+    object."""
     job = runnable_params(p)
     cn = coded_network(build_placement(job, assignment), net, multicast, bcast_tree, order)
-    out = {**net.to_dict(), **cn.to_dict()}
-    if fit is not None:
-        out["shuffle_fitted"] = {"seconds": fit.seconds(cn.phases["shuffle"]),
-                                 "fit": fit.to_dict()}
+    fitted = (FittedShuffle(fit.seconds(cn.phases["shuffle"]), fit)
+              if fit is not None else None)
     try:
         ucp = uc_reference(job)
     except ConfigError as exc:  # uc cannot run at these sizes: no ratio
-        out["over_uc"] = {"shuffle_s": None, "shuffle_bytes": None, "load": None,
-                          "uc_not_runnable": str(exc)}
-        return out
+        return NetworkReport(net, cn, OverUc(None, None, None, uc_not_runnable=str(exc)),
+                             fitted)
     uc = coded_network(build_placement(ucp), net, multicast, bcast_tree, order)
     mine, ref = cn.phases["shuffle"], uc.phases["shuffle"]
-    out["over_uc"] = {
-        "shuffle_s": mine.seconds / ref.seconds if ref.seconds > 0 else None,
-        "shuffle_bytes": (mine.network_bytes / ref.network_bytes
-                          if ref.network_bytes > 0 else None),
-        "load": float(cn.plan.load / uc.plan.load) if uc.plan.load > 0 else None,
-        "uc_shuffle_s": ref.seconds, "uc_shuffle_bytes": ref.network_bytes}
-    if fit is not None:
+    fitted_s = None
+    if fitted is not None:
         ref_fit = fit.seconds(ref)
-        out["over_uc"]["shuffle_fitted_s"] = (out["shuffle_fitted"]["seconds"] / ref_fit
-                                              if ref_fit > 0 else None)
-    return out
+        fitted_s = fitted.seconds / ref_fit if ref_fit > 0 else None
+    over = OverUc(
+        shuffle_s=mine.seconds / ref.seconds if ref.seconds > 0 else None,
+        shuffle_bytes=(mine.network_bytes / ref.network_bytes
+                       if ref.network_bytes > 0 else None),
+        load=float(cn.plan.load / uc.plan.load) if uc.plan.load > 0 else None,
+        uc_shuffle_s=ref.seconds, uc_shuffle_bytes=ref.network_bytes,
+        shuffle_fitted_s=fitted_s, fitted=fitted is not None)
+    return NetworkReport(net, cn, over, fitted)
 
 
 def link_calibration(doc: Mapping[str, Any], rate: float | None = None

@@ -24,17 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from mpi_coded.cec.config_fields import (
-    STR,
-    check_unused,
-    key,
-    key_names,
-    parse_keys,
-    record_of,
-    refuse_unknown,
-    table_keys,
-    table_rows,
-)
 from mpi_coded.cec.config_types import (
     AVAILABILITIES,
     AVAILABILITY_KINDS,
@@ -50,8 +39,19 @@ from mpi_coded.cec.config_types import (
     random_availability,
     read_trace,
 )
-from mpi_coded.cec.plan import POLICIES as PLAN_POLICIES
+from mpi_coded.cec.plan import POLICIES
 from mpi_coded.cec.workloads import validate_workload
+from mpi_coded.config_keys import (
+    STR,
+    check_unused,
+    key,
+    key_names,
+    parse_keys,
+    record_of,
+    refuse_unknown,
+    table_keys,
+    table_rows,
+)
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.fields import FIELD_NAMES
 from mpi_coded.wait_modes import check_wait
@@ -67,8 +67,6 @@ __all__ = [
     "load_config", "npy_shape", "random_availability", "read_trace",
 ]
 
-POLICIES = (*PLAN_POLICIES, "uncoded")
-"""The job's policies: the planner's, and the uncoded baseline (:mod:`mpi_coded.cec.uncoded`)."""
 JOB = "cec"
 """The value of the optional ``job`` key."""
 SELECTOR = "kind"
@@ -153,6 +151,7 @@ class CECConfig:
         self._check_machines()
         self._check_run()
         self._check_stragglers()
+        POLICIES[self.policy].check_config(self)
         validate_workload(self.workload, self.field, self.rows, self.cols)
         self.availability.check(self.N, self.L)
         if self.data:
@@ -172,8 +171,7 @@ class CECConfig:
             require(self.N <= 256, "N", "a GF(2^8) code has at most 256 machines", self.N)
 
     def _check_run(self) -> None:
-        require(self.policy in POLICIES, "policy", f"must be one of {', '.join(POLICIES)}",
-                self.policy)
+        POLICIES.lookup(self.policy)
         require(self.t_row >= 0, "t_row", "must be >= 0 seconds", self.t_row)
         require(self.timeout_s > 0, "timeout_s", "must be > 0 seconds", self.timeout_s)
         check_wait(self.wait)
@@ -185,9 +183,6 @@ class CECConfig:
 
     def _check_stragglers(self) -> None:
         require(self.S >= 0, "S", "stragglers tolerated must be >= 0", self.S)
-        if self.policy == "uncoded":
-            require(self.S == 0, "S", 'must be 0 with policy = "uncoded" (rows are not '
-                    "replicated)", self.S)
         require(self.L + self.S <= self.N, "S", f"L + S must be <= N={self.N} (L={self.L})",
                 self.S)
         require(self.suspect_after >= 1, "suspect_after", "must be >= 1", self.suspect_after)

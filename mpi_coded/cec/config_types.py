@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mpi_coded.cec.config_fields import Sets, Speeds, key, record_of
 from mpi_coded.cec.estimate import (
     DEFAULT_ALPHA,
     DEFAULT_ESTIMATOR,
@@ -30,6 +29,7 @@ from mpi_coded.cec.estimate import (
     validate_estimator,
     validate_window,
 )
+from mpi_coded.config_keys import Sets, Speeds, key, record_of
 from mpi_coded.errors import ConfigError, require
 
 SEED_SPEEDS: Speeds = tuple(Fraction(s) for s in ("1", "1", "1.5", "1.5", "2", "2"))

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mpi_coded.cec.plan import StepPlan
+from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.codes.mds import DecoderCache
 from mpi_coded.fields import Field
 

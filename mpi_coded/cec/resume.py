@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 from mpi_coded.cec.config import CECConfig
+from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import CEC, CONFIG, STEP, SchemaError, kind_of, read_results, records
 
 
 def resume_point(cfg: CECConfig, out: str | None) -> int:
     """First step still to run: after the last step line of the last matching job in ``out``."""
-    if cfg.workload != "independent":
+    if not WORKLOADS.lookup(cfg.workload).resumable:
         raise ConfigError("--resume", f"workload = \"{cfg.workload}\" carries w from step to "
                           "step; it cannot be resumed", cfg.workload)
     if not out or not Path(out).is_file():

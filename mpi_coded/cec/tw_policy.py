@@ -63,7 +63,7 @@ from mpi_coded.cec.filling import RowSet, filling_int
 from mpi_coded.errors import require
 
 if TYPE_CHECKING:
-    from mpi_coded.cec.plan import StepPlan
+    from mpi_coded.cec.step_plan import StepPlan
 
 
 def tw_sets(prev: StepPlan, num: Mapping[int, int], denom: int, lp: int,

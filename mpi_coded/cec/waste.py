@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from mpi_coded.cec.plan import StepPlan
+from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.errors import require
 
 

@@ -1,6 +1,9 @@
 """Iterative workloads on the decoded products ``y_t = X w_t`` (float64 only).
 
-``workload`` is one of:
+A workload is an object (:class:`Workload`) registered by name in :data:`WORKLOADS`
+(the package's three below, and plugins'); it owns its products per step, its iterate
+(:meth:`Workload.start`, :meth:`Workload.step`) and its final check against numpy
+(:meth:`Workload.final_check`).  The package's own:
 
 * ``"independent"``: every ``w_t`` is drawn afresh (the runtime's own vectors);
   no state is carried between steps.
@@ -19,7 +22,7 @@
 Over GF(2^l) neither norms nor descent mean anything, so ``power`` and
 ``linreg`` require ``field = "float64"``.
 
-:class:`Iterate` carries the workload from step to step for the runtime, whatever
+:class:`Iterate` carries the workload's state from step to step for the runtime, whatever
 the policy (coded or the uncoded baseline): :meth:`Iterate.step` runs one step
 through the policy's products, :meth:`Iterate.check` is the end check.
 
@@ -44,25 +47,11 @@ import numpy as np
 import numpy.typing as npt
 
 from mpi_coded.errors import require
+from mpi_coded.registry import Registry
 
-WORKLOADS = ("independent", "power", "linreg")
-ITERATIVE = ("power", "linreg")
 REFERENCE_RTOL = 1e-6
 
 Vec = npt.NDArray[np.float64]
-
-
-def validate_workload(workload: object, field: str, rows: int, cols: int,
-                      key: str = "workload") -> str:
-    """``workload`` if it is known and fits the field and shape; else ConfigError naming ``key``."""
-    require(isinstance(workload, str) and workload in WORKLOADS, key,
-            f"must be one of {', '.join(WORKLOADS)}", workload)
-    assert isinstance(workload, str)
-    if workload in ITERATIVE:
-        require(field == "float64", key, f"{workload} needs field = \"float64\"", field)
-    if workload == "power":
-        require(rows == cols, key, "power needs a square X (rows == cols)", f"{rows} x {cols}")
-    return workload
 
 
 def start_vector(cols: int, seed: int) -> Vec:
@@ -137,13 +126,16 @@ def relative_error(w: Vec, ref: Vec) -> float:
 
 Product = Callable[[int, Any], Any]
 """``product(which, v)``: the decoded ``X v`` (``which = 0``) or ``X^T v`` (``which = 1``)."""
+StepValues = tuple[float | None, float | None]
+"""What a step reports: its eigenvalue estimate and its residual norm (None: not this
+workload's)."""
 
 
 @dataclass
 class Iterate:
     """A workload's state between steps: the iterate ``w`` (and linreg's ``b`` and ``eta``)."""
 
-    kind: str
+    workload: Workload
     w0: Vec
     w: Vec
     b: Vec
@@ -151,38 +143,129 @@ class Iterate:
 
     @classmethod
     def start(cls, kind: str, x: npt.ArrayLike, rows: int, cols: int, seed: int) -> Iterate:
-        """``w_0`` of ``kind`` for the ``rows x cols`` matrix ``x`` (and seed)."""
-        w0 = start_vector(cols, seed) if kind in ITERATIVE else np.zeros(0)
-        b = linreg_targets(rows, seed) if kind == "linreg" else w0
-        return cls(kind, w0, w0, b, linreg_eta(x) if kind == "linreg" else 0.0)
+        """``w_0`` of the workload called ``kind`` for the ``rows x cols`` matrix ``x``."""
+        return WORKLOADS.lookup(kind).start(x, rows, cols, seed)
+
+    @property
+    def kind(self) -> str:
+        return self.workload.name
 
     @property
     def products(self) -> int:
         """Products per step (linreg: ``X w`` and ``X^T z``)."""
-        return 2 if self.kind == "linreg" else 1
+        return self.workload.products
 
-    def step(self, fresh: Callable[[], Any], product: Product) -> tuple[float | None,
-                                                                         float | None]:
-        """One step through ``product``: ``independent`` multiplies ``fresh()``, ``power``
-        and ``linreg`` the iterate, which they update.  Returns the step's eigenvalue
-        estimate (power) and residual norm ``||X w - b||`` (linreg), else None."""
-        if self.kind == "power":
-            self.w, eigenvalue = power_step(self.w, product(0, self.w))
-            return eigenvalue, None
-        if self.kind == "linreg":
-            z, residual = linreg_residual(product(0, self.w), self.b)
-            self.w = linreg_step(self.w, product(1, z), self.eta)
-            return None, residual
+    def step(self, fresh: Callable[[], Any], product: Product) -> StepValues:
+        """One step through ``product`` (:meth:`Workload.step`)."""
+        return self.workload.step(self, fresh, product)
+
+    def check(self, x: npt.ArrayLike, steps: int) -> dict[str, Any] | None:
+        """The end check (:meth:`Workload.final_check`); None when there is none."""
+        return self.workload.final_check(self, x, steps)
+
+
+@dataclass(frozen=True, eq=False)
+class Workload:
+    """What the elastic job computes from step to step (module docstring).  The default
+    is ``independent``: a fresh ``w_t`` every step, one product, nothing carried."""
+
+    name: str
+    summary: str
+    products: int = 1
+    """Products per step: 1 (``X w``) or 2 (``X w`` then ``X^T z``: each machine also
+    stores a coded block of ``X^T``)."""
+    resumable: bool = True
+    """``--resume`` may continue it (it carries no state from step to step)."""
+
+    def __repr__(self) -> str:
+        return f"<workload {self.name}>"
+
+    def check(self, field: str, rows: int, cols: int, key: str = "workload") -> None:
+        """Its rules on the field and the shape of ``X`` (ConfigError naming ``key``)."""
+
+    def start(self, x: npt.ArrayLike, rows: int, cols: int, seed: int) -> Iterate:
+        """The state before step 1."""
+        return Iterate(self, np.zeros(0), np.zeros(0), np.zeros(0))
+
+    def step(self, it: Iterate, fresh: Callable[[], Any], product: Product) -> StepValues:
+        """One step: ``independent`` multiplies ``fresh()``."""
         product(0, fresh())
         return None, None
 
-    def check(self, x: npt.ArrayLike, steps: int) -> dict[str, Any] | None:
-        """The end check (module docstring): the final ``w`` against the same ``steps`` on
-        the uncoded ``x`` with numpy; None for ``independent``."""
-        if self.kind not in ITERATIVE:
-            return None
-        ref = reference_power(x, self.w0, steps)[0] if self.kind == "power" else \
-            reference_linreg(x, self.b, self.w0, self.eta, steps)[0]
-        rel = relative_error(self.w, ref)
-        return {"workload": self.kind, "relative_error": rel, "rtol": REFERENCE_RTOL,
+    def final_check(self, it: Iterate, x: npt.ArrayLike, steps: int
+                    ) -> dict[str, Any] | None:
+        """The final ``w`` against the same ``steps`` on the uncoded ``x`` with numpy
+        (module docstring); None when the workload has nothing to check."""
+        return None
+
+    def verdict(self, it: Iterate, ref: Vec) -> dict[str, Any]:
+        """The end check's record: ``w`` against the reference ``ref``."""
+        rel = relative_error(it.w, ref)
+        return {"workload": self.name, "relative_error": rel, "rtol": REFERENCE_RTOL,
                 "ok": rel <= REFERENCE_RTOL}
+
+
+@dataclass(frozen=True, eq=False)
+class FloatIterative(Workload):
+    """An iterative workload: float64 only, the same seeded unit ``w_0``."""
+
+    resumable: bool = False
+
+    def check(self, field: str, rows: int, cols: int, key: str = "workload") -> None:
+        require(field == "float64", key, f"{self.name} needs field = \"float64\"", field)
+
+    def start(self, x: npt.ArrayLike, rows: int, cols: int, seed: int) -> Iterate:
+        w0 = start_vector(cols, seed)
+        return Iterate(self, w0, w0, w0)
+
+
+@dataclass(frozen=True, eq=False)
+class Power(FloatIterative):
+    """Power iteration ``w_{t+1} = y_t / ||y_t||`` on a square ``X`` (A.8)."""
+
+    def check(self, field: str, rows: int, cols: int, key: str = "workload") -> None:
+        super().check(field, rows, cols, key)
+        require(rows == cols, key, "power needs a square X (rows == cols)", f"{rows} x {cols}")
+
+    def step(self, it: Iterate, fresh: Callable[[], Any], product: Product) -> StepValues:
+        it.w, eigenvalue = power_step(it.w, product(0, it.w))
+        return eigenvalue, None
+
+    def final_check(self, it: Iterate, x: npt.ArrayLike, steps: int
+                    ) -> dict[str, Any] | None:
+        return self.verdict(it, reference_power(x, it.w0, steps)[0])
+
+
+@dataclass(frozen=True, eq=False)
+class LinReg(FloatIterative):
+    """Gradient descent on ``||X w - b||^2 / 2``: two products a step (A.8)."""
+
+    products: int = 2
+
+    def start(self, x: npt.ArrayLike, rows: int, cols: int, seed: int) -> Iterate:
+        w0 = start_vector(cols, seed)
+        return Iterate(self, w0, w0, linreg_targets(rows, seed), linreg_eta(x))
+
+    def step(self, it: Iterate, fresh: Callable[[], Any], product: Product) -> StepValues:
+        z, residual = linreg_residual(product(0, it.w), it.b)
+        it.w = linreg_step(it.w, product(1, z), it.eta)
+        return None, residual
+
+    def final_check(self, it: Iterate, x: npt.ArrayLike, steps: int
+                    ) -> dict[str, Any] | None:
+        return self.verdict(it, reference_linreg(x, it.b, it.w0, it.eta, steps)[0])
+
+
+WORKLOADS: Registry[Workload] = Registry("workload")
+"""The workloads known by name (the package's three, and plugins')."""
+WORKLOADS.register(Workload("independent", "a fresh w_t every step"))
+WORKLOADS.register(Power("power", "power iteration w_{t+1} = y_t / norm(y_t), square X"))
+WORKLOADS.register(LinReg("linreg", "gradient descent on norm(X w - b)^2 / 2"))
+
+
+def validate_workload(workload: object, field: str, rows: int, cols: int,
+                      key: str = "workload") -> str:
+    """``workload`` if it is known and fits the field and shape; else ConfigError naming ``key``."""
+    WORKLOADS.lookup(workload, key).check(field, rows, cols, key)
+    assert isinstance(workload, str)
+    return workload

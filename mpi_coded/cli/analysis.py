@@ -27,14 +27,20 @@ from typing import Any
 from mpi_coded.analysis import calibration
 from mpi_coded.analysis import network as netmodel
 from mpi_coded.analysis.bdc_load import make_instance
-from mpi_coded.analysis.model import CONVENTIONS, MODEL_SCHEMES, model_params, predict
+from mpi_coded.analysis.model import (
+    CONVENTIONS,
+    Prediction,
+    model_params,
+    model_schemes,
+    predict,
+)
 from mpi_coded.analysis.network import BCAST_TREES, MULTICAST_MODES
 from mpi_coded.analysis.shuffle_fit import rate_fit
 from mpi_coded.analysis.solvers import SOLVERS, load_assignment, save_assignment, solve
 from mpi_coded.coded.schemes import names
 from mpi_coded.codes.lt import DEFAULT_C, DEFAULT_DELTA
 from mpi_coded.errors import ConfigError, require
-from mpi_coded.rates import parse_rate
+from mpi_coded.rates import format_rate, parse_rate
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -74,57 +80,66 @@ def _run_model(args: argparse.Namespace) -> int:
         P = load_assignment(args.assignment)
     require(args.samples >= 1, "samples", "must be >= 1", args.samples)
     out = predict(mp, assignment=P, samples=args.samples, seed=args.seed)
-    if args.l is not None or args.convention != "repository":
+    versus_uc = args.l is not None or args.convention != "repository"
+    d_over_uc = None
+    if versus_uc:
         uc = predict(model_params("uc", args.K, args.q, args.mu, m=p.m, n=p.n, N=p.N,
                                   field=args.field, scale_tail=not args.shift_only,
                                   degree=mp.l, convention=args.convention))
-        out["D_over_uc"] = out["delay"]["total"] / uc["delay"]["total"]
+        d_over_uc = out.delay.total / uc.delay.total
     net = _network(args, p, P)  # None without --rate: the output stays as it was
     secs = None
     if table is not None:
         secs = calibration.predict_seconds(p, table, cores=args.cores)
     if args.json:
+        full = out.to_dict()
         keys = ["scheme", "load", "servers_needed", "delay"]
-        if args.l is not None or args.convention != "repository":
-            keys += ["l", "convention", "encoder", "decoder", "D_over_uc"]
-        obj = {k: out[k] for k in keys}
+        if versus_uc:
+            keys += ["l", "convention", "encoder", "decoder"]
+        obj = {k: full[k] for k in keys}
+        if versus_uc:
+            obj["D_over_uc"] = d_over_uc
         if secs is not None:
-            obj["seconds"] = secs
+            obj["seconds"] = secs.to_dict()
         if net is not None:
-            obj["network"] = net
+            obj["network"] = net.to_dict()
         print(json.dumps(obj))
         return 0
-    d = out["delay"]
-    head = (f"{p.scheme}: K={p.K} q={p.q} mu={p.mu} m={p.m} n={p.n} N={p.N}"
-            + (f" T={p.T}" if p.spec.partitioned else "")
-            + (f" eps={out['eps']:.4f}" if out["eps"] is not None else "")
-            + f" field={out['field']}")
-    load = f"{out['load']:.6f}"
-    if out["load_exact"] is not None:
-        load = f"{out['load_exact']} ({load})"
-    print(head)
-    print(f"  load {load}  servers_needed {out['servers_needed']:.4f}"
-          + ("" if out["exact"] else "  (sampled)"))
-    print(f"  delay  encode {d['encode']:.6g}  map {d['map']:.6g}  reduce {d['reduce']:.6g}"
-          f"  total {d['total']:.6g}" + (f"  (decoder {out['decoder']})"
-                                         if out["decoder"] else "")
-          + (f"  (encoder {out['encoder']})"
-             if out["encoder"] == "fft" or out["convention"] != "repository" else ""))
-    if "D_over_uc" in out:
-        print(f"  D/D_UC {out['D_over_uc']:.6f}  (l={out['l']}, {out['convention']} conventions)")
+    _print_model(p, out, d_over_uc)
     if secs is not None:
-        w, per = secs["wall"], secs["per_server"]
-        print(f"  seconds ({secs['field']}, {secs['cores']} cores for {p.K} servers)"
-              f"  encode {w['encode']:.4g}"
-              f"  map {w['map']:.4g}  reduce {w['reduce']:.4g}  total {w['total']:.4g}"
-              f"  (slowest server: encode {per['encode']:.4g} by {secs['encoder']}, map "
-              f"{per['map']:.4g}, reduce {per['reduce']:.4g} by {secs['decoder']})")
+        w, per = secs.wall, secs.per_server
+        print(f"  seconds ({secs.field}, {secs.cores} cores for {p.K} servers)"
+              f"  encode {w.encode:.4g}"
+              f"  map {w.map:.4g}  reduce {w.reduce:.4g}  total {w.total:.4g}"
+              f"  (slowest server: encode {per.encode:.4g} by {secs.encoder}, map "
+              f"{per.map:.4g}, reduce {per.reduce:.4g} by {secs.decoder})")
     if net is not None:
         _print_network(net)
     return 0
 
 
-def _network(args: argparse.Namespace, p: Any, P: Any) -> dict[str, Any] | None:
+def _print_model(p: Any, out: Prediction, d_over_uc: float | None) -> None:
+    d = out.delay
+    head = (f"{p.scheme}: K={p.K} q={p.q} mu={p.mu} m={p.m} n={p.n} N={p.N}"
+            + (f" T={p.T}" if p.spec.partitioned else "")
+            + (f" eps={out.eps:.4f}" if out.eps is not None else "")
+            + f" field={out.field}")
+    load = f"{out.load:.6f}"
+    if out.load_exact is not None:
+        load = f"{out.load_exact} ({load})"
+    print(head)
+    print(f"  load {load}  servers_needed {out.servers_needed:.4f}"
+          + ("" if out.exact else "  (sampled)"))
+    print(f"  delay  encode {d.encode:.6g}  map {d.map:.6g}  reduce {d.reduce:.6g}"
+          f"  total {d.total:.6g}" + (f"  (decoder {out.decoder})"
+                                      if out.decoder else "")
+          + (f"  (encoder {out.encoder})"
+             if out.encoder == "fft" or out.convention != "repository" else ""))
+    if d_over_uc is not None:
+        print(f"  D/D_UC {d_over_uc:.6f}  (l={out.l}, {out.convention} conventions)")
+
+
+def _network(args: argparse.Namespace, p: Any, P: Any) -> netmodel.NetworkReport | None:
     """``--rate`` and its options: the ``network`` object (docs/theory.md (B.7)); None
     without ``--rate`` (then none of its options may be given)."""
     if args.rate is None:
@@ -192,31 +207,32 @@ def _integer(text: str, arg: str) -> int:
         raise ConfigError(arg, "must be an integer", text) from None
 
 
-def _print_network(net: dict[str, Any]) -> None:
-    rates = sorted({h["rate"] for h in net["hosts"].values()})
-    secs, over = net["seconds"], net["over_uc"]
-    print(f"  network ({'/'.join(rates)}, {net['multicast']}, alpha {net['alpha_s']:.3g} s, "
-          f"efficiency {net['efficiency']:.3g}, "
-          + (f"fabric {net['fabric_bps'] / 1e6:.4g} Mbit/s, " if "fabric_bps" in net else "")
-          + f"Q={','.join(map(str, net['Q']))})"
+def _print_network(rep: netmodel.NetworkReport) -> None:
+    net, cn, over = rep.network, rep.coded, rep.over_uc
+    rates = sorted({format_rate(int(r)) for r in net.rates})
+    secs = {k: ph.seconds for k, ph in cn.phases.items()}
+    print(f"  network ({'/'.join(rates)}, {cn.multicast}, alpha {net.alpha:.3g} s, "
+          f"efficiency {net.efficiency:.3g}, "
+          + (f"fabric {net.fabric / 1e6:.4g} Mbit/s, " if net.fabric is not None else "")
+          + f"Q={','.join(map(str, cn.plan.Q))})"
           f"  distribution {secs['distribution']:.4g} s  shuffle {secs['shuffle']:.4g} s"
-          f"  gather {secs['gather']:.4g} s  total {secs['total']:.4g} s")
-    sh = net["phases"]["shuffle"]
-    slow = sh["slowest_host"]
+          f"  gather {secs['gather']:.4g} s  total {cn.seconds:.4g} s")
+    sh = cn.phases["shuffle"]
+    slow = sh.slowest
     if slow is not None:
-        h = sh["hosts"][slow]
-        print(f"  shuffle: {sh['bytes_on_wire']} bytes on the wire; slowest host {slow} "
-              f"(sent {h['sent_bytes']} B in {h['sent_messages']} messages, received "
-              f"{h['recv_bytes']} B in {h['recv_messages']})")
+        h = sh.hosts[slow]
+        print(f"  shuffle: {sh.network_bytes} bytes on the wire; slowest host {slow} "
+              f"(sent {h.sent_bytes} B in {h.sent_messages} messages, received "
+              f"{h.recv_bytes} B in {h.recv_messages})")
 
     def ratio(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.4f}"
 
-    if "uc_not_runnable" in over:
-        print(f"  shuffle over uc: n/a (uc is not runnable here: {over['uc_not_runnable']})")
+    if over.uc_not_runnable is not None:
+        print(f"  shuffle over uc: n/a (uc is not runnable here: {over.uc_not_runnable})")
         return
-    print(f"  shuffle over uc: seconds {ratio(over['shuffle_s'])}  bytes "
-          f"{ratio(over['shuffle_bytes'])}  load {ratio(over['load'])} (a broadcast medium)")
+    print(f"  shuffle over uc: seconds {ratio(over.shuffle_s)}  bytes "
+          f"{ratio(over.shuffle_bytes)}  load {ratio(over.load)} (a broadcast medium)")
 
 
 def register_model(subparsers: Any) -> argparse.ArgumentParser:
@@ -225,7 +241,7 @@ def register_model(subparsers: Any) -> argparse.ArgumentParser:
         "model", help="predicted load and delay per phase of a scheme (pure, no MPI)",
         description="Analytic load and D = D_encode + D_map + D_reduce "
                     "(docs/theory.md (B.6)).")
-    p.add_argument("--scheme", choices=MODEL_SCHEMES)
+    p.add_argument("--scheme", choices=model_schemes())
     p.add_argument("--K", type=int, help="number of servers")
     p.add_argument("--q", type=int, help="servers the map phase waits for")
     p.add_argument("--mu", help="stored fraction, e.g. 1/3 (mu q integer)")

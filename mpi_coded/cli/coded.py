@@ -8,7 +8,9 @@ Hook-up (in :func:`mpi_coded.cli.main.build_parser`)::
 
 where ``sub`` is the top-level subparsers object (created with
 ``parser_class=OneLineParser``).  Scheme choices come from the registry
-(:mod:`mpi_coded.coded.schemes`).
+(:mod:`mpi_coded.coded.schemes`) as it is when the parser is built (schemes registered
+before then are offered), never frozen at import.  ``run coded``'s flags are the coded
+job's declared keys (:mod:`mpi_coded.coded.job`, :func:`mpi_coded.config_keys.add_flags`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import json
 from typing import Any
 
 from mpi_coded.analysis.loads import check_reference
-from mpi_coded.coded.schemes import SCHEMES, get, names
-from mpi_coded.wait_modes import WAIT_MODES
+from mpi_coded.coded.schemes import get, names
+from mpi_coded.config_keys import add_flags, flag_keys
 
 LOAD_SCHEMES = names(closed_form_load=True)
-"""Schemes with a closed-form load (uc, cmr, sc, unified).  Not bdc (its load depends
+"""The built-in schemes with a closed-form load (uc, cmr, sc, unified); ``load``'s
+choices are asked of the registry when its parser is built.  Not bdc (its load depends
 on ``P`` and ``Q``: ``mpi-coded solve``/``shuffle.average_load``) and not lt: its load
 is the unified ``L(q)`` plus the extra unicasts of the LT overhead, which depend on
 the seeded code and on ``Q`` (its :meth:`load` returns the unified lower bound; the
@@ -68,7 +71,7 @@ def register_load(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "load", help="analytic shuffle load of uc, cmr, sc, unified (pure, no MPI)",
         description="Communication load L(q) of docs/theory.md (B.3), exact and as a float.")
-    p.add_argument("--scheme", required=True, choices=LOAD_SCHEMES)
+    p.add_argument("--scheme", required=True, choices=names(closed_form_load=True))
     p.add_argument("--K", type=int, required=True, help="number of servers")
     p.add_argument("--q", type=int, required=True, help="servers the map phase waits for")
     p.add_argument("--mu", required=True, help="stored fraction, e.g. 1/2 (mu q integer)")
@@ -78,12 +81,9 @@ def register_load(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _run_coded(args: argparse.Namespace) -> int:
-    from mpi_coded.coded.job import load_job
+    from mpi_coded.coded.job import KEY_CLASSES, load_job
 
-    overrides = {k: getattr(args, k) for k in (
-        "scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field", "straggler",
-        "t_row", "chunks", "seed", "reps", "timeout_s", "assignment", "wait", "multicast")}
-    job = load_job(args.config, overrides)
+    job = load_job(args.config, {k: getattr(args, k) for k in flag_keys(*KEY_CLASSES)})
     from mpi_coded.faults import parse_faults
 
     faults = parse_faults(args.fault, "coded", job.world_size)
@@ -93,36 +93,15 @@ def _run_coded(args: argparse.Namespace) -> int:
 
 
 def register_run(subparsers: Any) -> argparse.ArgumentParser:
-    """``run coded``: the coded matrix-vector job under mpiexec -n K+1."""
+    """``run coded``: the coded matrix-vector job under mpiexec -n K+1.  One flag per
+    declared key of the job (docs/coded.md, "Keys"), built now: ``--scheme``'s help names
+    the schemes registered at this moment."""
+    from mpi_coded.coded.job import KEY_CLASSES
+
     p = subparsers.add_parser(
         "coded", help="coded matrix-vector products with straggling servers (mpiexec -n K+1)")
     p.add_argument("--config", default=None, help="TOML file with the same keys as the flags")
-    p.add_argument("--scheme", default=None,
-                   help=f"{', '.join(SCHEMES[:-1])} or {SCHEMES[-1]}")
-    p.add_argument("--K", type=int, default=None, help="servers")
-    p.add_argument("--q", type=int, default=None, help="servers the map phase waits for")
-    p.add_argument("--mu", default=None, help="stored fraction, e.g. 1/2 (mu q integer)")
-    p.add_argument("--rows-per-batch", dest="rows_per_batch", type=int, default=None,
-                   help="coded rows per batch (eta_b)")
-    p.add_argument("--n", type=int, default=None, help="columns of A")
-    p.add_argument("--N", type=int, default=None, help="number of vectors x_i")
-    p.add_argument("--T", type=int, default=None, help="partitions of the block-diagonal code")
-    p.add_argument("--field", default=None, help="gf2^8, gf2^16, float64 (default: smallest GF)")
-    p.add_argument("--straggler", default=None, help="none or shiftexp")
-    p.add_argument("--t-row", dest="t_row", type=float, default=None,
-                   help="map seconds per stored coded row at speed 1 (all N vectors)")
-    p.add_argument("--chunks", type=int, default=None, help="map chunks (stop checks)")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--reps", type=int, default=None, help="repetitions (new straggler draws)")
-    p.add_argument("--timeout", dest="timeout_s", type=float, default=None,
-                   help="deadline of every wait, seconds")
-    p.add_argument("--assignment", default=None, help="bdc: a saved P matrix (.npy)")
-    p.add_argument("--wait", default=None, choices=WAIT_MODES,
-                   help="how ranks wait: polite (backoff sleeps), busy (spin), auto (busy when "
-                        "the ranks on a node fit its cores; the default)")
-    p.add_argument("--multicast", default=None,
-                   help="how coded multicasts travel: p2p (one message per receiver; the "
-                        "default) or bcast (Ibcast on a communicator per multicast group)")
+    add_flags(p, *KEY_CLASSES)
     p.add_argument("--out", default="results/coded.jsonl", help="JSON-lines results (appended)")
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",
                    help="inject a fault: kill:RANK:PHASE[@REP], stall:RANK:PHASE[@REP]:SECONDS, "

@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from mpi_coded.errors import EXIT_BAD_INPUT, ConfigError, launcher_rank
@@ -36,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     from mpi_coded import __version__
 
     parser.add_argument("--version", action="version", version=f"mpi-coded {__version__}")
+    parser.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
+                        help="load a plugin (a .py file or a module defining "
+                             "mpi_coded_register(registry)) before anything else: its schemes, "
+                             "policies and workloads become choices (repeatable; also "
+                             "MPI_CODED_PLUGINS and the 'mpi_coded.plugins' entry points; "
+                             "docs/architecture.md#plugins)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     from mpi_coded.cli import analysis as analysis_commands
@@ -71,14 +78,31 @@ def single_threaded_blas() -> None:
         os.environ.setdefault(var, "1")
 
 
+def load_plugins(argv: Sequence[str]) -> list[str]:
+    """Load the plugins (entry points, ``MPI_CODED_PLUGINS``, every ``--plugin``) before the
+    parser is built, so that their names are choices; the arguments without ``--plugin``.
+    The jobs this process starts (sweeps, benches) load the same: they are exported in
+    ``MPI_CODED_PLUGINS`` (files as absolute paths)."""
+    from mpi_coded import plugins
+
+    specs, rest = plugins.split_plugin_args(argv)
+    plugins.load_all(specs)
+    absolute = [str(Path(s).resolve()) if s.endswith(".py") or Path(s).is_file() else s
+                for s in [*plugins.env_plugins(), *specs]]
+    if absolute:
+        os.environ[plugins.ENV] = os.pathsep.join(dict.fromkeys(absolute))
+    return rest
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     single_threaded_blas()
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        # Every rank fails the same check; rank 0 (or a process outside MPI) says so.
+        rest = load_plugins(sys.argv[1:] if argv is None else list(argv))
+        parser = build_parser()
+        args = parser.parse_args(rest)
         return int(args.func(args) or 0)
     except ConfigError as exc:
-        # Every rank fails the same check; rank 0 (or a process outside MPI) says so.
         if launcher_rank() in (None, 0):
             print(f"mpi-coded: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -4,7 +4,9 @@ Runs the commands :mod:`.netns` builds (``ip``, ``tc``, ``nsenter``), keeps the 
 description, hostfiles and launcher in a state directory (default
 ``/run/mpi-coded/NAME``) and reads the links' byte counters.  Needs root (or
 CAP_NET_ADMIN and CAP_SYS_ADMIN); without them :func:`missing_privilege` says what is
-missing.  Never imports mpi4py.
+missing.  Every system tool it runs is found by :func:`find_tool`: on PATH, else in the
+sbin directories a user's default PATH leaves out (Debian's ``tc`` is only in
+``/usr/sbin``).  Never imports mpi4py.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from mpi_coded.cluster import netns
-from mpi_coded.cluster.netns import ClusterError, EmulatedCluster, Step
+from mpi_coded.cluster.netns import (  # find_tool, tool_path: re-exported
+    ClusterError,
+    EmulatedCluster,
+    Step,
+    find_tool,
+    tool_path,
+)
 from mpi_coded.errors import require
 
 STATE_ROOT = Path("/run/mpi-coded")
@@ -29,20 +37,30 @@ STATE_FILE = "cluster.json"
 OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh")
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
 TOOLS = ("ip", "tc", "nsenter", "unshare")
+def run_tool(argv: list[str] | tuple[str, ...], stdin: str = "",
+             timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the system tool ``argv[0]`` (found by :func:`tool_path`) with ``argv[1:]``."""
+    return subprocess.run([tool_path(argv[0]), *argv[1:]], input=stdin, capture_output=True,
+                          text=True, timeout=timeout)
 
 
-def missing_privilege() -> str | None:
-    """What is missing to build namespaces (root, CAP_NET_ADMIN, CAP_SYS_ADMIN, a tool)."""
-    for tool in TOOLS:
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed (iproute2 and util-linux provide ip, tc, " \
-                   "nsenter and unshare)"
+def effective_caps() -> int | None:
+    """This process's effective capabilities (a bit mask); None off Linux."""
     caps = 0
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("CapEff:"):
                 caps = int(line.split()[1], 16)
     except OSError:  # pragma: no cover - not Linux
+        return None
+    return caps
+
+
+def missing_privilege() -> str | None:
+    """What is missing to build namespaces: root (CAP_NET_ADMIN and CAP_SYS_ADMIN) first,
+    then a tool (``ip``, ``tc``, ``nsenter``, ``unshare``; see :func:`find_tool`)."""
+    caps = effective_caps()
+    if caps is None:
         return "needs Linux network namespaces (/proc/self/status is unreadable)"
     missing = [n for n, bit in (("CAP_NET_ADMIN", CAP_NET_ADMIN),
                                 ("CAP_SYS_ADMIN", CAP_SYS_ADMIN)) if not caps >> bit & 1]
@@ -50,26 +68,30 @@ def missing_privilege() -> str | None:
         who = "not root" if os.geteuid() != 0 else "root without " + " and ".join(missing)
         return (f"needs root with {' and '.join(missing)} to make network namespaces "
                 f"({who}; run it as root)")
+    for tool in TOOLS:
+        if find_tool(tool) is None:
+            return (f"{tool} is not installed (not on PATH nor in "
+                    f"{', '.join(netns.SBIN_DIRS)}; "
+                    "iproute2 and util-linux provide ip, tc, nsenter and unshare)")
     return None
 
 
 def run_step(step: Step, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(list(step.argv), input=step.stdin, capture_output=True, text=True,
-                       timeout=120)
+    r = run_tool(step.argv, step.stdin, timeout=120)
     if check and r.returncode != 0:
+        last = (r.stderr or r.stdout).strip().splitlines()[-1:]
         raise ClusterError(f"{netns.shell_line(step.argv)} failed: "
-                           f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+                           f"{last[0] if last else f'exit status {r.returncode}'}")
     return r
 
 
 def existing_netns() -> set[str]:
-    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=60)
+    r = run_tool(["ip", "netns", "list"])
     return {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
 
 
 def existing_links() -> set[str]:
-    r = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
-                       timeout=60)
+    r = run_tool(["ip", "-o", "link", "show"])
     out = set()
     for line in r.stdout.splitlines():
         parts = line.split(":", 2)
@@ -81,8 +103,7 @@ def existing_links() -> set[str]:
 def used_subnets(state_root: Path = STATE_ROOT) -> set[int]:
     """/24 indices of the block taken by addresses of the root namespace or by clusters up."""
     used: set[int] = set()
-    r = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True,
-                       timeout=60)
+    r = run_tool(["ip", "-o", "-4", "addr", "show"])
     for line in r.stdout.splitlines():
         parts = line.split()
         if "inet" in parts:
@@ -175,8 +196,7 @@ def up(name: str, hosts: int, slots: int, rate: str, rate_of: list[str],
     (d / "hosts.hydra").write_text(netns.hydra_hostfile(c))
     (d / "hosts.openmpi").write_text(netns.openmpi_hostfile(c))
     launcher = d / "launcher.sh"
-    launcher.write_text(netns.launcher_script(c, shutil.which("nsenter") or "nsenter",
-                                              shutil.which("unshare") or "unshare"))
+    launcher.write_text(netns.launcher_script(c, tool_path("nsenter"), tool_path("unshare")))
     launcher.chmod(0o755)
     return c, d, time.perf_counter() - t0
 
@@ -188,8 +208,7 @@ def kill_processes_in(c: EmulatedCluster) -> list[int]:
     for h in c.hosts:
         if h.netns not in present:
             continue
-        r = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True, text=True,
-                           timeout=60)
+        r = run_tool(["ip", "netns", "pids", h.netns])
         pids += [int(p) for p in r.stdout.split() if p.isdigit()]
     for pid in pids:
         try:
@@ -228,8 +247,7 @@ def down(name: str, directory: str | None) -> tuple[EmulatedCluster, float]:
 def counters(c: EmulatedCluster) -> dict[str, dict[str, Any]]:
     """Per host: bytes it sent and received through its link (the bridge port's
     counters: what the port received came from the host), and whether the link is up."""
-    r = subprocess.run(["ip", "-s", "-j", "link", "show", "master", c.bridge],
-                       capture_output=True, text=True, timeout=60)
+    r = run_tool(["ip", "-s", "-j", "link", "show", "master", c.bridge])
     by_port = {p["ifname"]: p for p in json.loads(r.stdout or "[]")} if r.returncode == 0 \
         else {}
     out = {}
@@ -260,6 +278,9 @@ def status(name: str, directory: str | None) -> dict[str, Any]:
 
 def set_link(name: str, directory: str | None, host: str, state: str) -> str:
     """Take a host's link down or up (its bridge port: both directions)."""
+    why = missing_privilege()
+    if why:
+        raise ClusterError(why)
     c, _ = load(name, directory)
     h = c.host(host)
     require(h is not None, "HOST", "must be a host of the cluster", host)

@@ -23,16 +23,20 @@ A cluster ``NAME`` of ``H`` hosts is
   ``net.ipv4.tcp_congestion_control``; without it the hosts keep the machine's own, which
   new namespaces inherit (the cluster records which it is either way).
 
-Everything here is pure: :func:`setup_steps` and :func:`teardown_steps` return the
-``ip``/``tc`` command lines (argv lists and batch text) that :mod:`.manage` runs.
+Everything here is pure but :func:`find_tool` (it looks for a file): :func:`setup_steps`
+and :func:`teardown_steps` return the ``ip``/``tc`` command lines (argv lists and batch
+text) that :mod:`.manage` runs, each tool found by :func:`find_tool`: on PATH, else in
+``/usr/local/sbin``, ``/usr/sbin`` or ``/sbin``, which a user's default PATH leaves out.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
 import shlex
+import shutil
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -200,6 +204,36 @@ class ClusterError(RuntimeError):
     """The cluster cannot be built, used or found (one line, exit 2)."""
 
 
+# --- the system tools ---------------------------------------------------------------------
+
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+"""Where system tools are looked for after PATH (Debian's default PATH for a user,
+``/usr/local/bin:/usr/bin:/bin``, has none of them; iproute2's ``tc`` is only in
+``/usr/sbin``, as are slurm-wlm's daemons and ``munged``)."""
+PROVIDERS = {"ip": "iproute2", "tc": "iproute2", "nsenter": "util-linux",
+             "unshare": "util-linux", "setpriv": "util-linux", "slurmctld": "slurm-wlm",
+             "slurmd": "slurm-wlm", "sinfo": "slurm-wlm", "scontrol": "slurm-wlm",
+             "scancel": "slurm-wlm", "munged": "munge", "munge": "munge", "unmunge": "munge"}
+
+
+def find_tool(name: str) -> str | None:
+    """The path of the system tool ``name``: the one on PATH, else the one in
+    :data:`SBIN_DIRS`; None if neither has it."""
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN_DIRS))
+
+
+def tool_path(name: str) -> str:
+    """:func:`find_tool`, or the ClusterError saying ``name`` is not installed (and which
+    package provides it)."""
+    found = find_tool(name)
+    if found is None:
+        package = PROVIDERS.get(name)
+        raise ClusterError(f"{name} is not installed (not on PATH nor in "
+                           f"{', '.join(SBIN_DIRS)}"
+                           + (f"; the {package} package provides it)" if package else ")"))
+    return found
+
+
 # --- the commands -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -303,9 +337,11 @@ exec {nsenter} --net=/run/netns/"$ns" {unshare} --uts sh -c \\
 """
 
 
-def host_command(c: EmulatedCluster, host: Host, argv: Sequence[str]) -> list[str]:
-    """``argv`` run on ``host`` (its namespace and host name), for daemons and tests."""
-    return ["nsenter", f"--net=/run/netns/{host.netns}", "unshare", "--uts", "sh", "-c",
+def host_command(c: EmulatedCluster, host: Host, argv: Sequence[str], nsenter: str = "nsenter",
+                 unshare: str = "unshare") -> list[str]:
+    """``argv`` run on ``host`` (its namespace and host name), for daemons and tests
+    (``nsenter`` and ``unshare``: their paths, from :func:`find_tool`)."""
+    return [nsenter, f"--net=/run/netns/{host.netns}", unshare, "--uts", "sh", "-c",
             'hostname "$1" && shift && exec "$@"', "sh", host.name, *argv]
 
 

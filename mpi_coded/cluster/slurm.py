@@ -6,7 +6,9 @@ that host's namespace under its host name (``nsenter --net``: ``ip netns exec`` 
 /sys and slurmd stops).  The state (config, spool, logs, pids) is in
 ``STATE_DIR/slurm``; ``export SLURM_CONF=STATE_DIR/slurm/slurm.conf`` and ``sbatch -N 4``
 runs a job across the hosts.  :func:`config_text` is pure; :func:`start` and :func:`stop`
-run the daemons (only those pids are ever signalled).
+run the daemons (only those pids are ever signalled); every tool is found by
+:func:`.netns.find_tool` (Debian puts ``slurmctld``, ``slurmd`` and ``munged`` in
+``/usr/sbin``, which a user's default PATH leaves out).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -22,7 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpi_coded.cluster.netns import ClusterError, EmulatedCluster, host_command
+from mpi_coded.cluster.netns import (
+    ClusterError,
+    EmulatedCluster,
+    find_tool,
+    host_command,
+    tool_path,
+)
 
 SLURM_DIR = "slurm"
 PIDS_FILE = "daemons.json"
@@ -136,8 +145,10 @@ def _wait(seconds: float, what: str, test: Any, pids: dict[str, int]) -> None:
 def start(c: EmulatedCluster, d: Path) -> dict[str, Any]:
     """Start munged, slurmctld and the slurmds; wait until every node is idle."""
     for tool in ("slurmctld", "slurmd", "sinfo", "scontrol"):
-        if shutil.which(tool) is None:
+        if find_tool(tool) is None:
             raise _error(f"{tool} is missing: apt-get install slurm-wlm munge")
+    slurmctld, slurmd, sinfo, scontrol = (tool_path(t) for t in ("slurmctld", "slurmd", "sinfo",
+                                                                   "scontrol"))
     s = d / SLURM_DIR
     for sub in ("ctld", "spool"):
         (s / sub).mkdir(parents=True, exist_ok=True)
@@ -150,7 +161,8 @@ def start(c: EmulatedCluster, d: Path) -> dict[str, Any]:
     env = {**os.environ, "SLURM_CONF": info["conf"]}
     try:
         auth, sock = "none", ""
-        if shutil.which("munged") and shutil.which("munge"):
+        munged, munge, unmunge = (find_tool(t) for t in ("munged", "munge", "unmunge"))
+        if munged and munge and unmunge:
             # a short directory searchable by the munge user (a socket path is <= 107 bytes)
             mdir = Path(f"/run/mpi-coded-munge-{c.name}")
             mdir.mkdir(mode=0o755, exist_ok=True)
@@ -164,7 +176,7 @@ def start(c: EmulatedCluster, d: Path) -> dict[str, Any]:
             mdir.chmod(0o755)
             sock = str(mdir / "munge.socket")
             proc = subprocess.Popen(
-                ["setpriv", "--reuid=munge", "--regid=munge", "--init-groups", "munged",
+                [tool_path("setpriv"), "--reuid=munge", "--regid=munge", "--init-groups", munged,
                  "--foreground", f"--socket={sock}", f"--key-file={key}",
                  f"--pid-file={mdir}/munged.pid", f"--log-file={mdir}/munged.log",
                  f"--seed-file={mdir}/munged.seed"],
@@ -174,7 +186,8 @@ def start(c: EmulatedCluster, d: Path) -> dict[str, Any]:
             auth = "munge"
 
             def munge_ok() -> bool:
-                r = subprocess.run(f"munge -n --socket={sock} | unmunge --socket={sock}",
+                at = shlex.quote(f"--socket={sock}")
+                r = subprocess.run(f"{shlex.quote(munge)} -n {at} | {shlex.quote(unmunge)} {at}",
                                    shell=True, capture_output=True, timeout=30)
                 return r.returncode == 0
 
@@ -183,24 +196,25 @@ def start(c: EmulatedCluster, d: Path) -> dict[str, Any]:
         controller = socket.gethostname()
         (s / "slurm.conf").write_text(config_text(c, d, controller, port, auth, sock))
         log = open(s / "slurmctld.out", "ab")
-        proc = subprocess.Popen(["slurmctld", "-D", "-i", "-f", info["conf"]], stdout=log,
+        proc = subprocess.Popen([slurmctld, "-D", "-i", "-f", info["conf"]], stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=env)
         pids["slurmctld"] = proc.pid
         save()
         _wait(30, "slurmctld answering", lambda: subprocess.run(
-            ["scontrol", "ping"], capture_output=True, env=env, timeout=30).returncode == 0,
+            [scontrol, "ping"], capture_output=True, env=env, timeout=30).returncode == 0,
             pids)
         for h in c.hosts:
             out = open(s / f"slurmd.{h.name}.out", "ab")
-            proc = subprocess.Popen(host_command(c, h, ["slurmd", "-D", "-f", info["conf"],
-                                                        "-N", h.name]),
+            proc = subprocess.Popen(host_command(c, h, [slurmd, "-D", "-f", info["conf"],
+                                                        "-N", h.name],
+                                                 tool_path("nsenter"), tool_path("unshare")),
                                     stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True, env=env)
             pids[f"slurmd {h.name}"] = proc.pid
         save()
 
         def idle() -> bool:
-            r = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True,
+            r = subprocess.run([sinfo, "-h", "-N", "-o", "%N %t"], capture_output=True,
                                text=True, env=env, timeout=30)
             states = dict(line.split() for line in r.stdout.splitlines() if line.strip())
             return all(states.get(h.name) == "idle" for h in c.hosts)
@@ -223,8 +237,9 @@ def stop(c: EmulatedCluster, d: Path) -> None:
         return
     info = json.loads(f.read_text())
     pids: dict[str, int] = info.get("pids", {})
-    if pids.get("slurmctld") and _alive(pids["slurmctld"]):
-        subprocess.run(["scancel", "--quiet", f"--partition={c.name}"], capture_output=True,
+    scancel = find_tool("scancel")
+    if scancel and pids.get("slurmctld") and _alive(pids["slurmctld"]):
+        subprocess.run([scancel, "--quiet", f"--partition={c.name}"], capture_output=True,
                        timeout=30, env={**os.environ, "SLURM_CONF": info["conf"]})
     order = [k for k in pids if k.startswith("slurmd")] + ["slurmctld", "munged"]
     for sig in (signal.SIGTERM, signal.SIGKILL):

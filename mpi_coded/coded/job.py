@@ -6,6 +6,13 @@ repetitions, deadlines.  Same keys on the command line and in a TOML file
 (``--config``; command-line flags win).  Every rank validates before any MPI
 traffic.
 
+Every key is declared once, as a field of :class:`ParamKeys` (the scheme and its sizes)
+or of :class:`CodedJob` (how it runs), with :func:`~mpi_coded.config_keys.key`: its flag,
+type, default, value rule and doc.  The known keys, the flags
+(:func:`~mpi_coded.config_keys.add_flags`), the type and rule messages and the key table
+of docs/coded.md (:func:`key_table`) are derived from them.  The scheme's choices are the
+registry's (:mod:`mpi_coded.coded.schemes`) when they are asked for, not at import.
+
 Map throttle (docs/theory.md (B.6)): server ``s`` stores ``rows_s`` coded rows; its map
 of all ``N`` vectors has nominal time ``sigma_s = rows_s * t_row``.  With
 ``straggler = "none"`` it takes ``sigma_s / speed_s``; with ``"shiftexp"`` it
@@ -36,10 +43,24 @@ import numpy as np
 
 from mpi_coded.analysis.delay import sample_runtime
 from mpi_coded.analysis.loads import strategy_levels
-from mpi_coded.coded.params import AUTO_FIELD, CodedParams
+from mpi_coded.coded.params import AUTO_FIELD, FIELDS, CodedParams
 from mpi_coded.coded.schemes import get, names
+from mpi_coded.config_keys import (
+    NUMBER,
+    ValueType,
+    above,
+    at_least,
+    check_rules,
+    key,
+    key_names,
+    one_of,
+    parse_flat,
+    refuse_unknown,
+    require_keys,
+    table_rows,
+)
 from mpi_coded.errors import ConfigError, require
-from mpi_coded.wait_modes import check_wait
+from mpi_coded.wait_modes import WAIT_MODES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,9 +68,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 STRAGGLERS = ("none", "shiftexp")
-PARAM_KEYS = ("scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field")
-RUN_KEYS = ("straggler", "t_row", "speeds", "chunks", "seed", "reps", "timeout_s",
-            "assignment", "wait", "multicast")
 MULTICAST_MODES = ("p2p", "bcast")
 BCAST_SETUP_GROUPS = 128
 """Under ``bcast``, a server that belongs to at most this many groups over every ``Q``
@@ -62,23 +80,80 @@ process 2,046 communicators beyond its own (measured: ``Create_group`` fails aft
 on this machine) and a new one needs a context id free at every member, so sets of
 overlapping groups can run out earlier; K = 18, q = 12, mu = 1/3 needs 495 and runs.
 Half the limit leaves room for that and for the library's own communicators."""
-TOP_KEYS = ("job", *PARAM_KEYS, *RUN_KEYS)
 FIELD_ALIASES = {"gf8": "gf2^8", "gf16": "gf2^16", "real": "float64"}
+JOB = "coded"
+"""The value of the optional ``job`` key."""
+REQUIRED = "is required (flag or config key)"
+"""The rule a missing required key breaks."""
+FRACTION = ValueType("a fraction like 1/2",
+                     lambda x: isinstance(x, (str, int, float)) and not isinstance(x, bool),
+                     lambda x, name: x)
+"""``mu``: a string such as ``"1/2"`` or a number; the scheme checks its value."""
+
+
+@dataclass(frozen=True)
+class ParamKeys:
+    """The keys of the job's :class:`~mpi_coded.coded.params.CodedParams`, declared once
+    (:func:`~mpi_coded.config_keys.key`): flags, TOML keys, types and the key table of
+    docs/coded.md; the scheme checks their values (:meth:`params`)."""
+
+    scheme: str = key(flag=True, rule=one_of(names), doc="the coded scheme")
+    K: int = key(flag=True, doc="servers, on ranks 1..K (the world is `K + 1` ranks)")
+    q: int = key(flag=True, doc="servers the map phase waits for, `q <= K`")
+    mu: str = key(flag=True, parse=FRACTION.parse,
+                  doc="fraction of the coded rows each server stores, e.g. `1/2` "
+                      "(`mu q` an integer)")
+    rows_per_batch: int = key(flag=True, doc="coded rows per batch (eta_b); the rows of "
+                              "`A` follow from it")
+    n: int = key(flag=True, doc="columns of `A`")
+    N: int = key(flag=True, doc="number of vectors `x_i` (the servers waited for divide it)")
+    T: int = key(1, flag=True, doc="partitions of the block-diagonal code (a partitioned "
+                 "scheme only)")
+    field: str = key(AUTO_FIELD, flag=True,
+                     doc=", ".join(f"`{f}`" for f in FIELDS[1:]) + f" or `{AUTO_FIELD}` "
+                         "(the smallest GF that holds the code); also "
+                         + ", ".join(f"`{a}`" for a in FIELD_ALIASES))
+
+    def params(self) -> CodedParams:
+        """The scheme's parameters: every rule of the scheme and its sizes checked."""
+        check_rules(self)
+        return get(self.scheme).params(
+            K=self.K, q=self.q, mu=self.mu, rows_per_batch=self.rows_per_batch, n=self.n,
+            N=self.N, T=self.T, field=FIELD_ALIASES.get(self.field, self.field))
 
 
 @dataclass(frozen=True)
 class CodedJob:
+    """A validated coded job: its :class:`~mpi_coded.coded.params.CodedParams` and how it
+    runs, each run key declared once (:func:`~mpi_coded.config_keys.key`)."""
+
     params: CodedParams
-    straggler: str = "none"
-    t_row: float = 0.0
-    speeds: tuple[float, ...] = ()
-    chunks: int = 8
-    seed: int = 0
-    reps: int = 1
-    timeout_s: float = 120.0
-    assignment: str = ""
-    wait: str = "auto"
-    multicast: str = "p2p"
+    straggler: str = key("none", flag=True, rule=one_of(STRAGGLERS),
+                         doc="the map's straggler model (`shiftexp`: each map takes `1 + "
+                             "Exp(1)` times its nominal time, drawn from the seed)")
+    t_row: float = key(0.0, flag=True, parse=NUMBER.parse, rule=at_least(0, "seconds"),
+                       doc="map seconds per stored coded row at speed 1 (all `N` vectors; "
+                           "`> 0` with `shiftexp`)")
+    speeds: tuple[float, ...] = key((), shown="1 each",
+                                    doc="one speed per server, `> 0` (TOML only): a "
+                                        "server's map takes its time over its speed")
+    chunks: int = key(8, flag=True, rule=at_least(1),
+                      doc="map chunks (a server told to stop stops at the next one)")
+    seed: int = key(0, flag=True, rule=at_least(0),
+                    doc="seeds `A`, the vectors, the code and the straggler draws")
+    reps: int = key(1, flag=True, rule=at_least(1),
+                    doc="repetitions (new straggler draws each)")
+    timeout_s: float = key(120.0, flag="--timeout", parse=NUMBER.parse,
+                           rule=above(0, "seconds"), doc="the deadline of every wait")
+    assignment: str = key("", flag=True,
+                          doc="a saved assignment matrix `P` (`.npy`) for a scheme that "
+                              "takes one")
+    wait: str = key("auto", flag=True, rule=one_of(WAIT_MODES),
+                    doc="how ranks wait (`polite`: backoff sleeps, `busy`: spin, `auto`: "
+                        "busy when the ranks on a node fit its cores)")
+    multicast: str = key("p2p", flag=True, rule=one_of(MULTICAST_MODES),
+                         doc="how coded multicasts travel (`p2p`: one message per "
+                             "receiver; `bcast`: `Ibcast` on a communicator per group)")
 
     @property
     def world_size(self) -> int:
@@ -96,11 +171,11 @@ class CodedJob:
         return sigma / self.speed(server)
 
     def validate(self) -> CodedJob:
+        """The declared rules of the keys (:func:`~mpi_coded.config_keys.check_rules`),
+        then those between keys and the scheme."""
         K = self.params.K
-        require(self.straggler in STRAGGLERS, "straggler",
-                f"must be one of {', '.join(STRAGGLERS)}", self.straggler)
-        require(math.isfinite(self.t_row) and self.t_row >= 0, "t_row", "must be >= 0 seconds",
-                self.t_row)
+        check_rules(self)
+        require(math.isfinite(self.t_row), "t_row", "must be >= 0 seconds", self.t_row)
         if self.straggler == "shiftexp":
             require(self.t_row > 0, "t_row", "straggler shiftexp scales t_row: must be > 0",
                     self.t_row)
@@ -109,13 +184,6 @@ class CodedJob:
                     len(self.speeds))
             for i, s in enumerate(self.speeds):
                 require(s > 0, "speeds", f"speed of server {i} must be > 0", s)
-        require(self.chunks >= 1, "chunks", "must be >= 1", self.chunks)
-        require(self.seed >= 0, "seed", "must be >= 0", self.seed)
-        require(self.reps >= 1, "reps", "must be >= 1", self.reps)
-        require(self.timeout_s > 0, "timeout_s", "must be > 0 seconds", self.timeout_s)
-        check_wait(self.wait)
-        require(self.multicast in MULTICAST_MODES, "multicast",
-                f"must be one of {', '.join(MULTICAST_MODES)}", self.multicast)
         if self.multicast == "bcast":
             check_bcast(self.params)
         if self.assignment:
@@ -138,6 +206,14 @@ class CodedJob:
         d["speeds"] = list(self.speeds)
         d.update(m=p.m, r=p.r, batches=p.n_batches, wait_for=p.wait_for)
         return d
+
+
+PARAM_KEYS = key_names(ParamKeys)
+"""The keys of the job's parameters (the first fields of its results' lines)."""
+RUN_KEYS = key_names(CodedJob)
+"""The keys of how it runs."""
+KEY_CLASSES = (ParamKeys, CodedJob)
+"""The classes that declare the job's keys, in the order of its flags and its key table."""
 
 
 def map_chunk_cuts(rows: int, chunks: int) -> np.ndarray:
@@ -179,46 +255,31 @@ def check_bcast(p: CodedParams) -> None:
             f"{BCAST_MAX_GROUPS} (MPI context ids); use p2p", "bcast")
 
 
-def _typed(key: str, value: Any) -> Any:
-    ints = ("K", "q", "rows_per_batch", "n", "N", "T", "chunks", "seed", "reps")
-    if key in ints:
-        require(isinstance(value, int) and not isinstance(value, bool), key,
-                "must be an integer", value)
-    elif key in ("t_row", "timeout_s"):
-        require(isinstance(value, (int, float)) and not isinstance(value, bool), key,
-                "must be a number", value)
-        value = float(value)
-    elif key == "speeds":
-        require(isinstance(value, (list, tuple)), key, "must be a list of numbers", value)
-        for v in value:
-            require(isinstance(v, (int, float)) and not isinstance(v, bool), key,
-                    "must be a list of numbers", value)
-        value = tuple(float(v) for v in value)
-    elif key in ("scheme", "straggler", "field", "assignment", "wait", "multicast"):
-        require(isinstance(value, str), key, "must be a string", value)
-    elif key == "mu":
-        require(isinstance(value, (str, int, float)) and not isinstance(value, bool), key,
-                "must be a fraction like 1/2", value)
-    return value
+def top_keys() -> tuple[str, ...]:
+    """The keys a config file (or the flags) may have: ``job``, then the declared ones."""
+    return ("job", *PARAM_KEYS, *RUN_KEYS)
+
+
+def key_table() -> str:
+    """The key table of docs/coded.md, from the declarations (scheme names as registered
+    now)."""
+    head = ["| key | flag | default | meaning and rules |", "|---|---|---|---|"]
+    job = f'| `job` | | | optional: `"{JOB}"`, this job\'s config (the elastic job has its own) |'
+    rows = [row for cls in KEY_CLASSES for row in table_rows(cls, flags=True)]
+    return "\n".join([*head, *rows, job]) + "\n"
 
 
 def from_mapping(d: Mapping[str, Any]) -> CodedJob:
-    """Build and validate a job from a flat mapping (TOML table or parsed flags)."""
-    for k in d:
-        require(k in TOP_KEYS, f"config key '{k}'",
-                f"unknown key; known keys: {', '.join(TOP_KEYS)}")
+    """Build and validate a job from a flat mapping (TOML table or parsed flags; ``None``:
+    not given): unknown keys, ``job``, each value's type in the mapping's order, the
+    required keys, the scheme's rules, then the run's."""
+    refuse_unknown(d, top_keys())
     if "job" in d:
-        require(d["job"] == "coded", "job", "this is the 'coded' job's config", d["job"])
-    vals = {k: _typed(k, v) for k, v in d.items() if k != "job" and v is not None}
-    for k in ("scheme", "K", "q", "mu", "rows_per_batch", "n", "N"):
-        require(k in vals, k, "is required (flag or config key)")
-    field = vals.get("field", AUTO_FIELD)
-    field = FIELD_ALIASES.get(field, field)
-    params = get(vals["scheme"]).params(
-        K=vals["K"], q=vals["q"], mu=vals["mu"], rows_per_batch=vals["rows_per_batch"],
-        n=vals["n"], N=vals["N"], T=vals.get("T", 1), field=field)
-    run = {k: vals[k] for k in RUN_KEYS if k in vals}
-    return CodedJob(params=params, **run).validate()
+        require(d["job"] == JOB, "job", f"this is the '{JOB}' job's config", d["job"])
+    vals = parse_flat(KEY_CLASSES, d)
+    require_keys(ParamKeys, vals, REQUIRED)
+    params = ParamKeys(**{k: vals[k] for k in PARAM_KEYS if k in vals}).params()
+    return CodedJob(params=params, **{k: vals[k] for k in RUN_KEYS if k in vals}).validate()
 
 
 def load_job(path: str | None, overrides: Mapping[str, Any]) -> CodedJob:

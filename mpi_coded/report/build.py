@@ -5,7 +5,8 @@ every line checked, one :class:`~mpi_coded.report.sources.ReportError` naming th
 line otherwise), draws each job's figures with :mod:`mpi_coded.plotting`, and only then
 writes the page (to a temporary file renamed into place: a failed report leaves no
 partial page).  With a calibration file, each coded job's phases are predicted in seconds
-by :func:`mpi_coded.analysis.calibration.predict_seconds` at the job's own parameters and
+by :func:`mpi_coded.analysis.compare.job_seconds` (the calibrated model,
+:func:`mpi_coded.analysis.calibration.predict_seconds`) at the job's own parameters and
 cores, beside the measured ones.
 """
 
@@ -15,7 +16,6 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ def calibrated_model(path: str | os.PathLike[str], cores: int | None = None) -> 
     (:class:`ReportError` if it cannot be read): the wall seconds of each phase at the
     job's parameters, with its servers sharing ``cores`` (default: the cores its config
     line recorded when every rank ran on one node; else a core per server)."""
-    from mpi_coded.analysis import calibration
+    from mpi_coded.analysis import calibration, compare
     from mpi_coded.errors import ConfigError
 
     try:
@@ -62,8 +62,6 @@ def calibrated_model(path: str | os.PathLike[str], cores: int | None = None) -> 
     cache: dict[tuple[Any, ...], tuple[dict[str, Any] | None, str]] = {}
 
     def model(job: CodedJobLines) -> tuple[dict[str, Any] | None, str]:
-        from mpi_coded.coded.schemes import coded_params
-
         c = job.config
         run = c.run
         share = cores
@@ -73,9 +71,7 @@ def calibrated_model(path: str | os.PathLike[str], cores: int | None = None) -> 
         key = (c.scheme, c.K, c.q, c.mu, c.rows_per_batch, c.n, c.N, c.T, c.field, share)
         if key not in cache:
             try:
-                p = coded_params(c.scheme, c.K, c.q, Fraction(str(c.mu)), c.rows_per_batch,
-                                 c.n, c.N, c.T, c.field)
-                secs = calibration.predict_seconds(p, table, cores=share)
+                secs = compare.job_seconds(c, table, cores=share)
             except (ConfigError, ValueError, ZeroDivisionError) as exc:
                 cache[key] = (None, f"calibrated model: not available for this job ({exc})")
             else:
@@ -83,8 +79,8 @@ def calibrated_model(path: str | os.PathLike[str], cores: int | None = None) -> 
                          "a core per server")
                 extra = (" The map's throttle (t_row) and straggler delays are not in the "
                          "model." if c.t_row or (c.straggler or "none") != "none" else "")
-                cache[key] = ({**secs["wall"], "encoder": secs.get("encoder"),
-                               "decoder": secs.get("decoder")},
+                cache[key] = ({**secs.wall.to_dict(), "encoder": secs.encoder,
+                               "decoder": secs.decoder},
                               f"calibrated model ({path}): wall seconds with {where}; it "
                               f"has no shuffle term.{extra}")
         return cache[key]

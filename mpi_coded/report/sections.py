@@ -14,7 +14,17 @@ from typing import Any
 from mpi_coded import plotting
 from mpi_coded.report import html as H
 from mpi_coded.report.sources import Source
-from mpi_coded.results import CodedJobLines, ElasticJob, RunContext, RunFailed, SweepRun
+from mpi_coded.results import (
+    ALL_VERIFIED,
+    CONFIG,
+    RUN_FAILED,
+    CodedJobLines,
+    ElasticJob,
+    RunContext,
+    RunFailed,
+    SweepRun,
+    kind_of,
+)
 
 Model = Callable[[CodedJobLines], tuple[dict[str, Any] | None, str]]
 """The calibrated model of a coded job: ``(seconds per phase or None, a note)``."""
@@ -217,13 +227,13 @@ def sweep_section(src: Source, sweep_id: str, runs: list[SweepRun]) -> Section:
     for r in runs:
         s = r.summary or {}
         fail = RunFailed.from_record(r.lines[-1]) if r.failed and \
-            r.lines[-1].get("kind") == "run_failed" else None
+            kind_of(r.lines[-1]) == RUN_FAILED else None
         reason = fail.reason if fail else ("" if r.failed else None)
-        ok = not r.failed and s.get("all_verified") is True
+        ok = not r.failed and s.get(ALL_VERIFIED) is True
         rows.append({"run": r.run, "rep": r.rep, **{f"p:{k}": r.params.get(k) for k in keys},
                      "steps": s.get("steps"), "total_predicted_s": s.get("total_predicted_s"),
                      "total_wall_s": s.get("total_wall_s"), "all_verified": s.get(
-                         "all_verified"), "failed": reason})
+                         ALL_VERIFIED), "failed": reason})
         bad.append(not ok)
         if not ok:
             problems.append(f"{title}: run {r.run} rep {r.rep} "
@@ -298,7 +308,7 @@ def records_section(sources: list[Source]) -> Section:
             rows.append(_record_row(src, f"coded {i + 1}", cj.config.run, cj.config.raw, ""))
         for sid, runs in src.sweeps.items():
             for r in runs:
-                cfg = next((x for x in r.lines if x.get("kind") == "config"), r.lines[0])
+                cfg = next((x for x in r.lines if kind_of(x) == CONFIG), r.lines[0])
                 rows.append(_record_row(src, f"sweep {sid} run {r.run} rep {r.rep}",
                                         RunContext.take(cfg), cfg, ""))
     body = H.table(RECORD_COLUMNS, rows, "records") if rows else H.note("no config lines")

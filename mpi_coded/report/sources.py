@@ -104,9 +104,9 @@ def read_source(path: str | os.PathLike[str]) -> Source:
         raise ReportError(f"{p}: not a results file: {exc}") from None
     src.failed = results.views(plain, RunFailed)
     for rec in results.records(plain, job=results.CEC):
-        if rec.get("kind") == results.CONFIG:
+        if results.kind_of(rec) == results.CONFIG:
             src.setups.append(None)
-        elif rec.get("kind") == results.SETUP and src.setups:
+        elif results.kind_of(rec) == results.SETUP and src.setups:
             src.setups[-1] = ElasticSetup.from_record(rec)
     grouped = sum(1 + len(j.steps) + int(j.summary is not None) for j in src.elastic)
     grouped += sum(1 + len(j.runs) + int(j.summary is not None) for j in src.coded)

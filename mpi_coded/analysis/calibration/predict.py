@@ -27,7 +27,7 @@ work, first touches of memory (the ranks pre-touch their heap:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -235,8 +235,48 @@ def phase_seconds(params: Any, table: Table = None, field: str | None = None,
             "encoder": encoder, "decoder": None}
 
 
+@dataclass(frozen=True)
+class PhaseSeconds:
+    """Seconds of the encode, map and reduce phases (and their ``total``)."""
+
+    encode: float
+    map: float
+    reduce: float
+
+    @property
+    def total(self) -> float:
+        return self.encode + self.map + self.reduce
+
+    def to_dict(self, total: bool = True) -> dict[str, float]:
+        return {"encode": self.encode, "map": self.map, "reduce": self.reduce,
+                **({"total": self.total} if total else {})}
+
+    @classmethod
+    def of(cls, d: Mapping[str, float]) -> PhaseSeconds:
+        return cls(float(d["encode"]), float(d["map"]), float(d["reduce"]))
+
+
+@dataclass(frozen=True)
+class PredictedSeconds:
+    """What :func:`predict_seconds` returns (:meth:`to_dict`: its JSON object)."""
+
+    per_server: PhaseSeconds
+    """The slowest server's own seconds per phase (no ``total`` in the dict)."""
+    wall: PhaseSeconds
+    """Wall seconds with ``cores`` cores shared by the servers computing at once."""
+    encoder: str | None
+    decoder: str | None
+    cores: int
+    field: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"per_server": self.per_server.to_dict(total=False),
+                "wall": self.wall.to_dict(), "encoder": self.encoder,
+                "decoder": self.decoder, "cores": self.cores, "field": self.field}
+
+
 def predict_seconds(params: Any, table: Table = None, cores: int | None = None,
-                    field: str | None = None, orders: int = 3) -> dict[str, Any]:
+                    field: str | None = None, orders: int = 3) -> PredictedSeconds:
     """Seconds per phase (module docstring): ``per_server`` (the slowest server's own
     seconds) and ``wall`` with ``cores`` cores shared by the servers computing at once
     (encode: all ``K``; map: all ``K``; reduce: the reducers); ``cores=None``: a core per
@@ -246,12 +286,14 @@ def predict_seconds(params: Any, table: Table = None, cores: int | None = None,
     jw = job_work(params, field, orders)
     if jw is not None:
         out = jw.seconds(table, c)
+        per, wall = PhaseSeconds.of(out["per_server"]), PhaseSeconds.of(out["wall"])
+        encoder, decoder = out["encoder"], out["decoder"]
     else:
-        per = phase_seconds(params, table, field)
+        ops = phase_seconds(params, table, field)
         K = params.K
-        wall = {ph: shared_wall([per[ph]] * K, c, table) for ph in ("encode", "map", "reduce")}
-        wall["total"] = sum(wall.values())
-        out = {"per_server": {ph: per[ph] for ph in ("encode", "map", "reduce")},
-               "wall": wall, "encoder": per["encoder"], "decoder": per["decoder"]}
-    out.update(cores=params.K if c is None else c, field=field or runtime_field(params))
-    return out
+        per = PhaseSeconds.of(ops)
+        wall = PhaseSeconds(*(shared_wall([ops[ph]] * K, c, table)
+                              for ph in ("encode", "map", "reduce")))
+        encoder, decoder = ops["encoder"], ops["decoder"]
+    return PredictedSeconds(per, wall, encoder, decoder, params.K if c is None else c,
+                            field or runtime_field(params))

@@ -33,11 +33,13 @@ from mpi_coded.cec.estimate import step_time
 from mpi_coded.cec.plan import StepPlan, make_plan
 from mpi_coded.cec.suspects import StepSuspects
 from mpi_coded.cec.waste import transition_waste
+from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.codes.mds import DecoderCache, systematic_mds
 from mpi_coded.results import ElasticStep, LinkBytes
 from mpi_coded.runtime.cec.cluster import MachinePool, meta_spans, overrun, warn
 from mpi_coded.runtime.cec.collect import Attempt, collect
 from mpi_coded.runtime.cec.steps import Clock, DataSent, Steps
+from mpi_coded.runtime.cec.stores import CodedStore
 from mpi_coded.runtime.cec.tasks import task_tables
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.wait import DeadlineExceeded, wait_all
@@ -93,13 +95,15 @@ class Flight:
 class CodedSteps(Steps):
     """Products of a coded policy, in phases (module docstring)."""
 
+    store = CodedStore
+
     def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
         super().__init__(cl, x)
         cfg, fld = self.cfg, self.field
         self.g = systematic_mds(fld, cfg.N, cfg.L)
         self.decoder = DecoderCache(fld, self.g)
         R = cfg.rows_per_block
-        per_step = 2 if cfg.workload == "linreg" else 1
+        per_step = WORKLOADS.lookup(cfg.workload).products
         self.prods = [Product(x, R, StepDecoder(self.decoder, fld, cfg.L, R), per_step)]
         if per_step == 2:
             Rt = -(-cfg.cols // cfg.L)

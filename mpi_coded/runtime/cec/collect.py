@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mpi_coded.cec.plan import StepPlan
+from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.runtime.cec.tasks import split_aux
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P

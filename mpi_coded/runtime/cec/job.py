@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from mpi_coded.cec.config import CECConfig
+from mpi_coded.cec.policy import POLICIES
 from mpi_coded.faults import Fault, check_steps
 from mpi_coded.runtime.cec.machine import machine_main
 from mpi_coded.runtime.cec.master import master_main
+from mpi_coded.runtime.cec.steps import steps_for
 from mpi_coded.runtime.core.run import launch
 
 
 def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
         first: int = 1) -> int:
     check_steps(faults, len(cfg.available_sets()))  # bad input: before any MPI traffic
+    steps = steps_for(POLICIES.lookup(cfg.policy))  # the policy's runtime phases
     return launch(cfg.world_size,
                   f"N+1 = {cfg.world_size} (a master and N={cfg.N} machines)",
                   cfg.wait,
-                  lambda comm, phase: master_main(cfg, comm, phase, out, first, faults),
-                  lambda comm, phase: machine_main(cfg, comm, phase, faults))
+                  lambda comm, phase: master_main(cfg, comm, phase, out, steps, first, faults),
+                  lambda comm, phase: machine_main(cfg, comm, phase, steps.store, faults))

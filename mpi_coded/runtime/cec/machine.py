@@ -17,20 +17,11 @@ Setup: receive the coded block ``X~_n`` once, warm the field up, report READY
   wall time measured).
 * CUT for a step already finished: ignored.  STOP: send STATS.
 
-``workload = "linreg"`` (:mod:`mpi_coded.cec.workloads`): the machine also
-stores a coded block of ``X^T``; step ``t`` is two products, on the wire as
-steps ``2t - 1`` (``X w``, the block of ``X``) and ``2t`` (``X^T z``).
-
-Uncoded baseline (``policy = "uncoded"``, :mod:`mpi_coded.cec.uncoded`): no
-coded block; the machine stores the rows ``[a, b)`` of ``X`` it owns.  MOVES
-gives its new range and the moves involving it: it sends the rows it gives
-away (ROWS, straight from its store) to their new owners, receives the rows it
-takes over (from other machines or the master), keeps the overlap, and
-acknowledges.  IDLE drops the store (a preempted machine's memory is
-reclaimed).  TASK ranges are then rows of ``X``.  With ``workload = "linreg"``
-the second product of a step (wire step ``2t``) is this machine's part of
-``X^T z``: ``X[a:b]^T z[a:b]`` on the rows it stores (VECTOR carries ``z[a:b]``),
-one RESULT of ``cols`` entries that the master adds up.
+What the machine stores, and how it changes, is its policy's
+(:mod:`mpi_coded.runtime.cec.stores`): the coded block(s) received once, or the uncoded
+baseline's rows of ``X`` moved as the split changes.  A workload of two products a step
+(``linreg``, :mod:`mpi_coded.cec.workloads`) runs as wire steps ``2t - 1`` (``X w``) and
+``2t`` (``X^T z``).
 """
 
 from __future__ import annotations
@@ -44,8 +35,10 @@ from mpi4py import MPI
 from mpi_coded.cec.compute import range_product
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.scenario import true_speed
+from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.faults import Fault
 from mpi_coded.fields import get_field
+from mpi_coded.runtime.cec.stores import MachineStore
 from mpi_coded.runtime.cec.tasks import merged_ranges, part_aux
 from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
@@ -59,7 +52,8 @@ ORDERS = {P.Kind.TASK, P.Kind.IDLE, P.Kind.STOP, P.Kind.CUT, P.Kind.MOVES}
 
 
 class Machine:
-    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:
+    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...],
+                 store: type[MachineStore]) -> None:
         self.cfg, self.comm, self.faults = cfg, comm, faults
         self.rank = comm.Get_rank()
         self.field = get_field(cfg.field)
@@ -69,10 +63,8 @@ class Machine:
         self.out = self.field.zeros(cfg.rows_per_block)
         self.block = self.field.zeros((0, cfg.cols))  # coded block, or uncoded rows of X
         self.base = 0  # row of X (uncoded) of the store's first row
-        self.uncoded = cfg.policy == "uncoded"
         self.peers: dict[int, Inbox] = {}
-        self.per_step = 2 if cfg.workload == "linreg" else 1
-        self.blocks: list[np.ndarray] = []  # linreg: [block of X, block of X^T]
+        self.per_step = WORKLOADS.lookup(cfg.workload).products
         self._speed: tuple[int, float] = (-1, 1.0)  # (step, speed) cache of speed()
         self.idle_clock = IdleClock()
         self.idle_steps: list[int] = []  # steps this machine idled
@@ -82,6 +74,7 @@ class Machine:
         # a task, an IDLE), and when the moves of a wire step were done (uncoded)
         self.link_mark: linkstats.Counters | None = None
         self.moved: tuple[int, linkstats.Counters | None] = (-1, None)
+        self.store = store(self)  # the policy's data on this machine
 
     def real_step(self, vstep: int) -> int:
         """The job's step of a wire step (linreg: two wire steps per step)."""
@@ -126,52 +119,6 @@ class Machine:
         """``out[off:off + b - a] = X~_n[a:b] w``, the block's rows as a view, no copy."""
         range_product(self.field, self.block, a, b, w, self.out[off:], self.base)
 
-    def transposed(self, step: int) -> bool:
-        """Uncoded linreg's second product of a step: ``X[a:b]^T z[a:b]`` on the stored rows."""
-        return self.uncoded and self.per_step == 2 and step % 2 == 0
-
-    def product_t(self, a: int, b: int, off: int, z: np.ndarray) -> None:
-        """``acc += X[a:b]^T z[off:off + b - a]``: this machine's part of ``X^T z``."""
-        rows = self.block[a - self.base: b - self.base]
-        self.acc += self.field.matmul(rows.T, z[off: off + b - a])
-
-    def moves(self, step: int, table: np.ndarray | None) -> None:
-        """Carry out the uncoded baseline's moves of ``step`` and acknowledge them."""
-        cfg = self.cfg
-        if table is None or table.ndim != 2 or table.shape[1] != 4 or table.shape[0] < 1:
-            raise P.WireError(f"MOVES for step {step} has no (k, 4) table")
-        _, _, a, b = (int(v) for v in table[0])
-        old, base = self.block, self.base
-        new = self.field.zeros((b - a, cfg.cols))
-        lo, hi = max(a, base), min(b, base + old.shape[0])
-        if hi > lo:
-            new[lo - a: hi - a] = old[lo - base: hi - base]
-        reqs: list[MPI.Request] = []
-        moves = [tuple(int(v) for v in m) for m in table[1:]]
-        for src, dst, s0, s1 in moves:
-            if src == self.rank:
-                if s0 < base or s1 > base + old.shape[0]:
-                    raise P.WireError(f"step {step}: asked to send rows {s0}..{s1} not stored")
-                reqs += P.isend(self.comm, dst, P.Kind.ROWS, step, old[s0 - base: s1 - base],
-                                aux=s0)
-        for src, dst, s0, s1 in moves:
-            if dst != self.rank:
-                continue
-            box = self.master.inbox if src == 0 else \
-                self.peers.setdefault(src, Inbox(self.comm, src))
-            h, rows = box.recv({P.Kind.ROWS}, step, deadline_in(cfg.timeout_s),
-                               f"rows {s0}..{s1} of X from rank {src}")
-            if h.aux != s0 or rows is None or rows.shape != (s1 - s0, cfg.cols) or \
-                    not a <= s0 <= s1 <= b:
-                raise P.WireError(f"step {step}: rows from rank {src} do not fit {s0}..{s1}")
-            new[s0 - a: s1 - a] = rows
-        wait_all(reqs, deadline_in(cfg.timeout_s), f"step {step} rows to be delivered")
-        self.block, self.base = new, a
-        self.moved = (step, linkstats.read())
-        if step == 0:  # the setup's moves: no task reports them
-            self.link_mark = self.moved[1]
-        self.master.send(P.Kind.MOVES, step, timeout=cfg.timeout_s)
-
     def task(self, step: int, attempt: int, table: np.ndarray, w: np.ndarray) -> int:
         """Compute, throttle and answer one TASK; returns the rows computed."""
         cfg = self.cfg
@@ -184,8 +131,8 @@ class Machine:
         compute_s = sleep_s = busy_s = 0.0
         done = off = 0
         cut = False
-        transposed = self.transposed(step)
-        multiply = self.product_t if transposed else self.product
+        transposed = self.store.transposed(step)
+        multiply = self.store.product_t if transposed else self.product
         self.acc = self.field.zeros(cfg.cols)
         t0 = time.perf_counter()
         for f, a, b in pieces:
@@ -256,37 +203,20 @@ class Machine:
                 return
             if h.kind == P.Kind.MOVES:
                 phase.set("moves", h.step)
-                self.moves(h.step, payload)
+                self.store.moves(h.step, payload)
             elif h.kind == P.Kind.IDLE:
                 self.idle(h.step)
             else:
                 self.take_task(phase, h, payload)
 
     def setup(self) -> None:
-        """Receive the coded block (linreg: and that of ``X^T``); uncoded: nothing yet."""
-        cfg = self.cfg
-        if self.uncoded:
-            self.out = self.field.zeros(cfg.rows)
-            return
-        self.block = self.receive_block(0, (cfg.rows_per_block, cfg.cols), "the coded block")
-        if self.per_step == 2:
-            rt = -(-cfg.cols // cfg.L)
-            block_t = self.receive_block(1, (rt, cfg.rows), "the coded block of X^T")
-            self.blocks = [self.block, block_t]
-            self.out = self.field.zeros(max(cfg.rows_per_block, rt))
-
-    def receive_block(self, step: int, shape: tuple[int, int], what: str) -> np.ndarray:
-        _, block = self.master.recv({P.Kind.BLOCK}, step, self.cfg.timeout_s,
-                                    f"{what} from the master")
-        if block is None or block.shape != shape:
-            raise P.WireError(f"{what} has shape {None if block is None else block.shape}, "
-                              f"expected {shape}")
-        return block
+        """Receive what the policy sends once (:meth:`MachineStore.setup`)."""
+        self.store.setup()
 
     def idle(self, step: int) -> None:
-        """IDLE: compute nothing this step, wait politely (timed); uncoded: rows reclaimed."""
-        if self.uncoded:  # reclaimed: its rows are gone
-            self.block, self.base = self.field.zeros((0, self.cfg.cols)), 0
+        """IDLE: compute nothing this step, wait politely (timed); the store may drop its
+        data (the uncoded baseline's rows are reclaimed)."""
+        self.store.idle()
         self.idle_steps.append(self.real_step(step))
         self.link_mark = linkstats.read()
         self.idle_clock.start()
@@ -308,8 +238,7 @@ class Machine:
         real = self.real_step(step)
         phase.set("step", real)
         at_phase(self.faults, self.comm, "step", real)
-        if self.blocks:
-            self.block = self.blocks[(step - 1) % 2]
+        self.store.select(step)
         cols = 3 if cfg.S > 0 else 2
         if payload is None or payload.ndim != 2 or payload.shape[1] != cols:
             raise P.WireError(f"TASK for step {step} has no (k, {cols}) row-set table")
@@ -318,8 +247,8 @@ class Machine:
                              (payload[:, -1] < payload[:, -2]).any()):
             raise P.WireError(f"row ranges out of bounds: {payload.tolist()}")
         _, w = self.next_order({P.Kind.VECTOR}, step, "w_t")
-        want = (int((payload[:, -1] - payload[:, -2]).sum()),) if self.transposed(step) else \
-            (self.block.shape[1],)
+        want = (int((payload[:, -1] - payload[:, -2]).sum()),) \
+            if self.store.transposed(step) else (self.block.shape[1],)
         if w is None or w.shape != want:
             raise P.WireError(f"w_t for step {step} has the wrong shape")
         self.rows_done[real] = self.rows_done.get(real, 0) + self.task(step, attempt, payload, w)
@@ -342,6 +271,6 @@ class IdleClock:
             self.since = None
 
 
-def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase,
+def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, store: type[MachineStore],
                  faults: tuple[Fault, ...] = ()) -> None:
-    Machine(cfg, comm, faults).run(phase)
+    Machine(cfg, comm, faults, store).run(phase)

@@ -1,10 +1,11 @@
 """The master (rank 0) of the elastic job: the job's phases and the step loop.
 
-Setup: build ``X`` (seeded, or from ``.npy``) and hand it to the policy, which
-sends the machines their data once (:class:`~mpi_coded.runtime.cec.coded_steps.CodedSteps`:
-the coded blocks; :class:`~mpi_coded.runtime.cec.uncoded_steps.UncodedSteps`: the
-uncoded rows).  Then one step loop for every policy: each step's products run
-through the policy's phases (plan, order, collect, decode, record;
+Setup: build ``X`` (seeded, or from ``.npy``) and hand it to the policy's runtime phases
+(:attr:`mpi_coded.cec.policy.ElasticPolicy.steps`), which send the machines their data
+once (:class:`~mpi_coded.runtime.cec.coded_steps.CodedSteps`: the coded blocks;
+:class:`~mpi_coded.runtime.cec.uncoded_steps.UncodedSteps`: the uncoded rows).  Then one
+step loop for every policy: each step's products run through the policy's phases (plan,
+order, collect, decode, record;
 :mod:`mpi_coded.runtime.cec.steps`), the workload carries ``w`` from step to
 step (:class:`~mpi_coded.cec.workloads.Iterate`: power and linreg update it
 whatever the policy), and every step appends one
@@ -43,10 +44,8 @@ from mpi_coded.results import (
     ResultsWriter,
 )
 from mpi_coded.runtime.cec.cluster import MachinePool, payload
-from mpi_coded.runtime.cec.coded_steps import CodedSteps
 from mpi_coded.runtime.cec.collect import drain
 from mpi_coded.runtime.cec.steps import Steps
-from mpi_coded.runtime.cec.uncoded_steps import UncodedSteps
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import Phase
@@ -87,8 +86,9 @@ def _stale(h: P.Header, key: tuple[int, int]) -> bool:
 class Master:
     """The elastic job on rank 0, one method per phase of the job."""
 
-    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:
-        self.cfg, self.comm = cfg, comm
+    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...],
+                 steps: type[Steps]) -> None:
+        self.cfg, self.comm, self.steps = cfg, comm, steps
         self.cl = MachinePool(cfg, comm, faults)
         self.schedule = cfg.available_sets()
         self.done: list[ElasticStep] = []
@@ -118,7 +118,7 @@ class Master:
         cfg, cl = self.cfg, self.cl
         cl.field.warm_up()
         x = make_data(cfg, cl.field)
-        steps: Steps = UncodedSteps(cl, x) if cfg.policy == "uncoded" else CodedSteps(cl, x)
+        steps = self.steps(cl, x)
         self.work = Iterate.start(cfg.workload, x, cfg.rows, cfg.cols, cfg.seed)
         t0 = time.perf_counter()
         cl.link_mark()
@@ -226,5 +226,5 @@ class Master:
 
 
 def master_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, out: str | None,
-                first: int = 1, faults: tuple[Fault, ...] = ()) -> int:
-    return Master(cfg, comm, faults).run(phase, out, first)
+                steps: type[Steps], first: int = 1, faults: tuple[Fault, ...] = ()) -> int:
+    return Master(cfg, comm, faults, steps).run(phase, out, first)

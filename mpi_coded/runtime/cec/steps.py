@@ -12,6 +12,7 @@ the record fields every policy fills the same way (:meth:`Steps.step_record`);
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -19,8 +20,11 @@ from typing import Any
 import numpy as np
 
 from mpi_coded.analysis.network import Traffic
+from mpi_coded.cec.policy import ElasticPolicy
+from mpi_coded.errors import ConfigError
 from mpi_coded.results import ElasticStep
 from mpi_coded.runtime.cec.cluster import MachinePool, measured
+from mpi_coded.runtime.cec.stores import MachineStore
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,11 @@ class Clock:
 
 
 class Steps:
-    """A policy's products (module docstring); subclasses implement the phases."""
+    """A policy's products (module docstring); subclasses implement the phases and name
+    the machines' side (:attr:`store`)."""
+
+    store: type[MachineStore] = MachineStore
+    """What the machines store, and how (:mod:`mpi_coded.runtime.cec.stores`)."""
 
     def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
         self.cl, self.cfg, self.field, self.x = cl, cl.cfg, cl.field, x
@@ -89,3 +97,19 @@ class Steps:
     def check(self, y: np.ndarray, x: np.ndarray, w: np.ndarray) -> Any:
         """The decoded ``y``'s largest error against the direct ``x @ w``."""
         return self.field.max_error(y, self.field.matmul(x, w))
+
+
+def steps_for(policy: ElasticPolicy) -> type[Steps]:
+    """The runtime phases the policy names (:attr:`ElasticPolicy.steps`, ``module:Class``);
+    ConfigError (``policy``) when that is no :class:`Steps` class.  Every rank calls it
+    before any MPI traffic."""
+    mod, _, name = policy.steps.partition(":")
+    try:
+        found = getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigError("policy", f"{policy.name}: its steps {policy.steps!r} cannot be "
+                          f"imported ({exc})") from None
+    if not (isinstance(found, type) and issubclass(found, Steps)):
+        raise ConfigError("policy", f"{policy.name}: its steps {policy.steps!r} must name a "
+                          "subclass of mpi_coded.runtime.cec.steps.Steps")
+    return found

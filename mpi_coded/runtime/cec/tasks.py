@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mpi_coded.cec.plan import StepPlan
+from mpi_coded.cec.step_plan import StepPlan
 
 SET_BITS = 24
 SET_MASK = (1 << SET_BITS) - 1

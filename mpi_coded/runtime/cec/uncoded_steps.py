@@ -28,9 +28,11 @@ from mpi4py import MPI
 
 from mpi_coded.analysis.network import uncoded_move_traffic, uncoded_step_traffic
 from mpi_coded.cec.uncoded import Layout, Move, bytes_moved, moves, uncoded_split, uncoded_time
+from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.results import ElasticStep, LinkBytes
 from mpi_coded.runtime.cec.cluster import MachinePool, meta_spans, payload
 from mpi_coded.runtime.cec.steps import Clock, DataSent, Steps
+from mpi_coded.runtime.cec.stores import UncodedStore
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.inbox import Msg
@@ -61,10 +63,12 @@ class Split:
 class UncodedSteps(Steps):
     """Products of the uncoded baseline, in phases (module docstring)."""
 
+    store = UncodedStore
+
     def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
         super().__init__(cl, x)
         self.layout: Layout | None = None  # the current owners of X's rows
-        self.products = 2 if self.cfg.workload == "linreg" else 1  # per step
+        self.products = WORKLOADS.lookup(self.cfg.workload).products  # per step
 
     def setup(self, env: list[int]) -> DataSent:
         cfg, cl = self.cfg, self.cl

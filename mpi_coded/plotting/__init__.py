@@ -1,12 +1,19 @@
 """The package's one way to draw its figures: phase charts, load figures, step times against
 the model, sweeps (matplotlib; the ``plot`` extra).
 
-Every drawer takes a matplotlib ``Axes`` and the numbers to draw, and draws them: it reads
-no results file and computes no model value (the callers do: :mod:`mpi_coded.report` and
-``scripts/figures.py``).  :func:`figure` makes a ``Figure`` without pyplot (no global state,
-no display), :func:`png` renders one to PNG bytes and :func:`data_uri` to a ``data:`` URI
-an HTML page embeds.  matplotlib is imported only when a figure is made; without it,
-:func:`require` raises :class:`PlotUnavailable` with a one-line message.
+Every drawer here takes a matplotlib ``Axes`` and the numbers to draw, and draws them: it
+reads no results file and computes no model value (the callers do: :mod:`mpi_coded.report`
+and the figure modules of this package).  :func:`figure` makes a ``Figure`` without pyplot
+(no global state, no display), :func:`png` renders one to PNG bytes and :func:`data_uri` to
+a ``data:`` URI an HTML page embeds.  matplotlib is imported only when a figure is made;
+without it, :func:`require` raises :class:`PlotUnavailable` with a one-line message.
+
+The figures of ``scripts/figures.py`` (model curves beside real runs, and the benches'
+figures) live in the submodules: :mod:`.figures` (the registry, reading and classifying
+results files, launching the jobs through a given launcher), :mod:`.coded_figures` (the
+coded job against ``T`` and ``K``), :mod:`.elastic_figures` (the elastic job's steps) and
+:mod:`.bench_figures` (the outputs of ``scripts/bench_coded.py``, ``bench_paper.py`` and
+``bench_network.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ BAD_COLOR = "crimson"
 
 class PlotUnavailable(RuntimeError):
     """matplotlib is not installed."""
+
+
+class FigError(Exception):
+    """A figure cannot be drawn from its input (a missing or unusable results file, a
+    setting without both schemes...): one line for the user (``scripts/figures.py`` exits
+    with status 2)."""
 
 
 def require() -> Any:

@@ -1,0 +1,144 @@
+"""What a machine of the elastic job stores, and how, by policy: the machine's side of a
+policy's runtime phases (:attr:`mpi_coded.runtime.cec.steps.Steps.store`).
+
+* :class:`CodedStore` (the coded policies): the coded block ``X~_n`` received once at
+  setup (``workload = "linreg"`` and any workload of two products: a coded block of
+  ``X^T`` too, used on the second product of a step); nothing moves afterwards.
+* :class:`UncodedStore` (the uncoded baseline, :mod:`mpi_coded.cec.uncoded`): no coded
+  block; the machine stores the rows ``[a, b)`` of ``X`` it owns.  MOVES gives its new
+  range and the moves involving it: it sends the rows it gives away (ROWS, straight from
+  its store) to their new owners, receives the rows it takes over (from other machines or
+  the master), keeps the overlap, and acknowledges.  IDLE drops the store (a preempted
+  machine's memory is reclaimed).  The second product of a step (two-product workloads,
+  wire step ``2t``) is this machine's part of ``X^T z``: ``X[a:b]^T z[a:b]`` on the rows
+  it stores (VECTOR carries ``z[a:b]``), one RESULT that the master adds up.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from mpi4py import MPI
+
+from mpi_coded.runtime.core import linkstats
+from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.inbox import Inbox
+from mpi_coded.runtime.core.wait import deadline_in, wait_all
+
+if TYPE_CHECKING:
+    from mpi_coded.runtime.cec.machine import Machine
+
+
+class MachineStore:
+    """A machine's data under one kind of policy; the coded default does nothing extra."""
+
+    def __init__(self, m: Machine) -> None:
+        self.m = m
+
+    def setup(self) -> None:
+        """Receive what the policy sends once, before READY."""
+
+    def select(self, step: int) -> None:
+        """Before a TASK of wire step ``step``: the block it multiplies."""
+
+    def idle(self) -> None:
+        """IDLE: the machine is preempted for this step."""
+
+    def transposed(self, step: int) -> bool:
+        """Whether wire step ``step`` is the ``X^T z`` part computed on stored rows."""
+        return False
+
+    def product_t(self, a: int, b: int, off: int, z: np.ndarray) -> None:
+        raise P.WireError("this policy's machines compute no X^T z parts")
+
+    def moves(self, step: int, table: np.ndarray | None) -> None:
+        raise P.WireError(f"MOVES for step {step}: this policy moves no rows")
+
+
+class CodedStore(MachineStore):
+    """The coded block(s), received once (module docstring)."""
+
+    def __init__(self, m: Machine) -> None:
+        super().__init__(m)
+        self.blocks: list[np.ndarray] = []  # two products: [block of X, block of X^T]
+
+    def setup(self) -> None:
+        m, cfg = self.m, self.m.cfg
+        m.block = self.receive(0, (cfg.rows_per_block, cfg.cols), "the coded block")
+        if m.per_step == 2:
+            rt = -(-cfg.cols // cfg.L)
+            block_t = self.receive(1, (rt, cfg.rows), "the coded block of X^T")
+            self.blocks = [m.block, block_t]
+            m.out = m.field.zeros(max(cfg.rows_per_block, rt))
+
+    def receive(self, step: int, shape: tuple[int, int], what: str) -> np.ndarray:
+        _, block = self.m.master.recv({P.Kind.BLOCK}, step, self.m.cfg.timeout_s,
+                                      f"{what} from the master")
+        if block is None or block.shape != shape:
+            raise P.WireError(f"{what} has shape {None if block is None else block.shape}, "
+                              f"expected {shape}")
+        return block
+
+    def select(self, step: int) -> None:
+        if self.blocks:
+            self.m.block = self.blocks[(step - 1) % 2]
+
+
+class UncodedStore(MachineStore):
+    """The rows of ``X`` this machine owns, moved as the split changes (module docstring)."""
+
+    def setup(self) -> None:
+        self.m.out = self.m.field.zeros(self.m.cfg.rows)
+
+    def idle(self) -> None:  # reclaimed: its rows are gone
+        self.m.block, self.m.base = self.m.field.zeros((0, self.m.cfg.cols)), 0
+
+    def transposed(self, step: int) -> bool:
+        return self.m.per_step == 2 and step % 2 == 0
+
+    def product_t(self, a: int, b: int, off: int, z: np.ndarray) -> None:
+        """``acc += X[a:b]^T z[off:off + b - a]``: this machine's part of ``X^T z``."""
+        m = self.m
+        rows = m.block[a - m.base: b - m.base]
+        m.acc += m.field.matmul(rows.T, z[off: off + b - a])
+
+    def moves(self, step: int, table: np.ndarray | None) -> None:
+        """Carry out the moves of ``step`` and acknowledge them."""
+        m, cfg = self.m, self.m.cfg
+        if table is None or table.ndim != 2 or table.shape[1] != 4 or table.shape[0] < 1:
+            raise P.WireError(f"MOVES for step {step} has no (k, 4) table")
+        _, _, a, b = (int(v) for v in table[0])
+        old, base = m.block, m.base
+        new = m.field.zeros((b - a, cfg.cols))
+        lo, hi = max(a, base), min(b, base + old.shape[0])
+        if hi > lo:
+            new[lo - a: hi - a] = old[lo - base: hi - base]
+        reqs: list[MPI.Request] = []
+        moves = [tuple(int(v) for v in mv) for mv in table[1:]]
+        for src, dst, s0, s1 in moves:
+            if src == m.rank:
+                if s0 < base or s1 > base + old.shape[0]:
+                    raise P.WireError(f"step {step}: asked to send rows {s0}..{s1} not stored")
+                reqs += P.isend(m.comm, dst, P.Kind.ROWS, step, old[s0 - base: s1 - base],
+                                aux=s0)
+        for src, dst, s0, s1 in moves:
+            if dst == m.rank:
+                new[s0 - a: s1 - a] = self.take_rows(step, src, s0, s1, a, b)
+        wait_all(reqs, deadline_in(cfg.timeout_s), f"step {step} rows to be delivered")
+        m.block, m.base = new, a
+        m.moved = (step, linkstats.read())
+        if step == 0:  # the setup's moves: no task reports them
+            m.link_mark = m.moved[1]
+        m.master.send(P.Kind.MOVES, step, timeout=cfg.timeout_s)
+
+    def take_rows(self, step: int, src: int, s0: int, s1: int, a: int, b: int) -> np.ndarray:
+        """Rows ``s0..s1`` of ``X`` from rank ``src`` (the master or a machine)."""
+        m = self.m
+        box = m.master.inbox if src == 0 else m.peers.setdefault(src, Inbox(m.comm, src))
+        h, rows = box.recv({P.Kind.ROWS}, step, deadline_in(m.cfg.timeout_s),
+                           f"rows {s0}..{s1} of X from rank {src}")
+        if h.aux != s0 or rows is None or rows.shape != (s1 - s0, m.cfg.cols) or \
+                not a <= s0 <= s1 <= b:
+            raise P.WireError(f"step {step}: rows from rank {src} do not fit {s0}..{s1}")
+        return rows
