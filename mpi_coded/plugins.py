@@ -107,12 +107,16 @@ def check_policy(policy: object, plugin: str) -> None:
     """A policy is an :class:`ElasticPolicy` whose plans of the worked example obey the
     rule of every plan (:func:`mpi_coded.cec.policy.plan_violation`): every row on
     ``L + S`` distinct available machines, loads the sizes of their sets."""
-    from mpi_coded.cec.policy import ElasticPolicy, plan_violation
+    from mpi_coded.cec.policy import CODED_STEPS, ElasticPolicy, plan_violation
 
     if not isinstance(policy, ElasticPolicy):
         raise fail(plugin, f"registry.policy() takes a mpi_coded ElasticPolicy, not "
                    f"{policy!r}")
     if not policy.plans_row_sets:
+        if policy.steps == CODED_STEPS:  # the coded phases execute row sets
+            raise fail(plugin, f"policy {policy.name!r} plans no row sets "
+                       "(plans_row_sets=False): it must bring its own runtime phases "
+                       "(steps=, a subclass of mpi_coded.runtime.cec.steps.Steps)")
         return
     for S in (0, 1):
         for rows in (None, 420):
@@ -121,10 +125,10 @@ def check_policy(policy: object, plugin: str) -> None:
                 s = min(S, len(avail) - 3)  # as the job does when fewer are left
                 try:
                     plan = policy.plan(WORKED_SPEEDS, 3, avail, rows=rows, S=s, prev=prev)
-                except ConfigError as exc:
+                except Exception as exc:  # its own failure, whatever it is
                     raise fail(plugin, f"policy {policy.name!r} cannot plan the worked "
-                               f"example (L=3, S={s}, available {list(avail)}): {exc}") \
-                        from None
+                               f"example (L=3, S={s}, available {list(avail)}): "
+                               f"{type(exc).__name__}: {exc}") from None
                 why = plan_violation(plan)
                 if why is not None:
                     raise fail(plugin, f"policy {policy.name!r}: {why} (worked example, "
@@ -202,7 +206,8 @@ def _import(spec: str) -> ModuleType:
         raise fail(spec, f"cannot be imported ({type(exc).__name__}: {exc})") from None
 
 
-def _key(spec: str) -> str:
+def canonical(spec: str) -> str:
+    """One name per plugin: a file as its absolute path, a module as named."""
     p = Path(spec)
     return str(p.resolve()) if spec.endswith(".py") or p.is_file() else spec
 
@@ -222,7 +227,7 @@ def register_with(hook: Callable[[PluginRegistry], object], plugin: str) -> Plug
 def load_plugin(spec: str) -> PluginRegistry | None:
     """Import the plugin ``spec`` and run its hook (once per process; None if it was
     loaded already)."""
-    key = _key(spec)
+    key = canonical(spec)
     if key in _loaded:
         return None
     module = _import(spec)
@@ -238,7 +243,7 @@ def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[PluginRegistry]:
     out = []
     for ep in metadata.entry_points(group=group):
         name = f"{ep.name} = {ep.value} (entry point)"
-        if ep.value in _loaded:
+        if ep.value in _loaded or ep.value.partition(":")[0].strip() in _loaded:
             continue
         try:
             obj = ep.load()
@@ -258,23 +263,25 @@ def env_plugins(environ: Any = os.environ) -> list[str]:
 
 
 def split_plugin_args(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``(plugins, the other arguments)``: every ``--plugin X`` / ``--plugin=X`` taken out
-    of ``argv`` wherever it stands."""
+    """``(plugins, the other arguments)``: the leading ``--plugin X`` / ``--plugin=X``
+    options (global options, before the subcommand) taken out of ``argv``.  Everything from
+    the first other argument on is left alone: a ``--plugin`` there belongs to a command
+    given as an argument (``cluster run -- mpiexec ... mpi-coded --plugin X ...``)."""
     plugins: list[str] = []
-    rest: list[str] = []
-    it = iter(range(len(argv)))
-    for i in it:
+    i = 0
+    while i < len(argv):
         a = argv[i]
         if a == ARG:
             if i + 1 >= len(argv):
                 raise ConfigError(ARG, "needs a path to a .py file or a module name")
             plugins.append(argv[i + 1])
-            next(it, None)
+            i += 2
         elif a.startswith(ARG + "="):
             plugins.append(a[len(ARG) + 1:])
+            i += 1
         else:
-            rest.append(a)
-    return plugins, rest
+            break
+    return plugins, list(argv[i:])
 
 
 def load_all(specs: Iterable[str] = (), environ: Any = os.environ) -> list[str]:

@@ -69,7 +69,7 @@ def test_queue_sizes_parse_in_tc_units_and_bad_sizes_name_the_argument():
         netns.parse_rate("1e400mbit")
 
 
-def test_a_cluster_is_named_and_addressed_inside_the_block():
+def test_a_cluster_is_named_and_addressed_inside_the_block(monkeypatch):
     c = netns.plan_cluster("ab1", 3, slots=2, rate="1gbit", rate_of=["2=100mbit"], subnet=7)
     assert c.subnet == "198.18.7.0/24" and c.bridge == "mc-ab1-br"
     assert c.bridge_address == "198.18.7.1"
@@ -126,6 +126,10 @@ def test_a_cluster_is_named_and_addressed_inside_the_block():
         "ab1-node1": "1gbit", "ab1-node2": "100mbit", "ab1-node3": "1gbit"}
     args, env = netns.mpi_launch("openmpi", c, "/s")
     assert "plm_rsh_agent" in args and "198.18.7.0/24" in args
+    assert "MPI_CODED_PLUGINS" not in args
+    monkeypatch.setenv("MPI_CODED_PLUGINS", "/x/plug.py")  # Open MPI's ranks load them too
+    args, env = netns.mpi_launch("openmpi", c, "/s")
+    assert args[-4:] == ["-x", "MPI_CODED_NETWORK", "-x", "MPI_CODED_PLUGINS"]
 
 
 def test_the_launcher_script_is_clean_shell(work):

@@ -100,11 +100,48 @@ def test_a_scheme_plugin_needs_exact_fraction_loads():
         plugins.PluginRegistry("s.py").scheme(bad)
 
 
-def test_split_plugin_args_anywhere():
-    assert plugins.split_plugin_args(["--plugin", "a.py", "run", "cec", "--plugin=b"]) == \
+def test_split_plugin_args_takes_the_leading_global_options_only():
+    assert plugins.split_plugin_args(["--plugin", "a.py", "--plugin=b", "run", "cec"]) == \
         (["a.py", "b"], ["run", "cec"])
+    # after the subcommand, a --plugin is an argument (here of the command cluster runs)
+    cmd = ["cluster", "run", "--", "mpiexec", "-n", "3", "mpi-coded", "--plugin", "x.py",
+           "run", "cec"]
+    assert plugins.split_plugin_args(cmd) == ([], cmd)
     with pytest.raises(ConfigError, match="--plugin: needs a path"):
-        plugins.split_plugin_args(["run", "--plugin"])
+        plugins.split_plugin_args(["--plugin"])
+
+
+def test_a_policy_without_row_sets_must_bring_its_runtime_phases():
+    class NoSets(ElasticPolicy):
+        def assign(self, speeds, lp, available, rows, prev):
+            raise AssertionError("not planned")
+
+    with pytest.raises(ConfigError, match="plans no row sets .* must bring its own runtime"):
+        plugins.PluginRegistry("p.py").policy(NoSets("nosets", "x", plans_row_sets=False))
+    assert "nosets" not in POLICIES
+
+
+def test_a_policy_whose_plan_raises_is_named_with_the_error():
+    class Broken(ElasticPolicy):
+        def assign(self, speeds, lp, available, rows, prev):
+            raise ZeroDivisionError("oops")
+
+    with pytest.raises(ConfigError, match=r"--plugin: b.py: policy 'broken' cannot plan the "
+                                          r"worked example .*ZeroDivisionError: oops"):
+        plugins.PluginRegistry("b.py").policy(Broken("broken", "x"))
+
+
+def test_steps_may_be_a_class_and_a_bad_one_is_refused():
+    from mpi_coded.runtime.cec.coded_steps import CodedSteps
+    from mpi_coded.runtime.cec.steps import steps_for
+
+    pol = POLICIES.lookup("heterogeneous", "policy")
+    assert steps_for(ElasticPolicy("c", "x", steps=CodedSteps)) is CodedSteps
+    assert steps_for(pol) is CodedSteps
+    with pytest.raises(ConfigError, match="must name a subclass"):
+        steps_for(ElasticPolicy("d", "x", steps=int))
+    with pytest.raises(ConfigError, match="cannot be imported .*ModuleNotFoundError"):
+        steps_for(ElasticPolicy("e", "x", steps="no_such_module_xyz:Steps"))
 
 
 def test_plan_with_the_example_policy_from_the_command_line():

@@ -350,8 +350,8 @@ def assemble(sz: BenchSizes, cal: Mapping[str, Any], coded: Coded,
         lo, hi = BANDS.get(rate, (0.0, float("inf")))
         targets[f"shuffle {key} in [{lo}, {hi}]"] = val is not None and lo <= val <= hi
     for name, by_key in pairs.items():
-        for key, v in by_key.items():
-            mom = v["measured_over_model"]
+        for key, pair in by_key.items():
+            mom = pair["measured_over_model"]
             targets[f"{name.removesuffix('_shuffle')} {key} within 10%"] = (
                 mom is not None and abs(mom - 1) <= 0.10)
     if tradeoff is not None:

@@ -9,7 +9,8 @@ A policy owns its rules, and nothing outside its own module asks its name:
   row sets, and computes the plan's time ``max_n load[n] / s[n]`` exactly
   (docs/theory.md (A.2));
 * **its runtime phases** (:attr:`ElasticPolicy.steps`): the ``module:Class`` of the
-  runtime's products for it (the coded policies share
+  runtime's products for it, or that class itself (a plugin file given by path is no
+  importable module: it passes its class) (the coded policies share
   :class:`~mpi_coded.runtime.cec.coded_steps.CodedSteps`, the uncoded baseline has
   :class:`~mpi_coded.runtime.cec.uncoded_steps.UncodedSteps`; a plugin may bring its
   own).  The pure package only names it: the runtime imports it;
@@ -20,7 +21,9 @@ The rule every plan obeys (:func:`check_plan`, docs/theory.md (A.4)): every row 
 block is in one row set of ``L + S`` distinct available machines, the sets' sizes add up
 to the block, a machine's load is the size of its sets, and the time is the slowest
 machine's.  A plugin's policy is held to it on a worked example when it is registered
-(:mod:`mpi_coded.plugins`), and every plan the runtime executes is checked against it.
+(:mod:`mpi_coded.plugins`), and every plan a plugin's policy makes is checked against it
+when the job plans it (:func:`mpi_coded.cec.plan.make_plan`); the built-in policies' plans
+are held to it by the unit tests.
 """
 
 from __future__ import annotations
@@ -63,9 +66,10 @@ class ElasticPolicy:
     """Name in configs (``policy = "..."``), on the command line and in results."""
     summary: str
     """One line for help texts and docs."""
-    steps: str = CODED_STEPS
+    steps: str | type = CODED_STEPS
     """``module:Class`` of the runtime's products for this policy (imported by the
-    runtime only)."""
+    runtime only), or that class (a subclass of
+    :class:`mpi_coded.runtime.cec.steps.Steps`)."""
     plans_row_sets: bool = True
     """It plans row sets of coded blocks (``mpi-coded plan cec`` prints them)."""
 

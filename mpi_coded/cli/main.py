@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from mpi_coded.errors import EXIT_BAD_INPUT, ConfigError, launcher_rank
@@ -87,8 +86,7 @@ def load_plugins(argv: Sequence[str]) -> list[str]:
 
     specs, rest = plugins.split_plugin_args(argv)
     plugins.load_all(specs)
-    absolute = [str(Path(s).resolve()) if s.endswith(".py") or Path(s).is_file() else s
-                for s in [*plugins.env_plugins(), *specs]]
+    absolute = [plugins.canonical(s) for s in [*plugins.env_plugins(), *specs]]
     if absolute:
         os.environ[plugins.ENV] = os.pathsep.join(dict.fromkeys(absolute))
     return rest

@@ -370,6 +370,8 @@ def mpi_launch(flavor: str, c: EmulatedCluster, state_dir: str) -> tuple[list[st
         for k, v in mca.items():
             args += ["--mca", k, v]
         args += ["-x", "MPI_CODED_NETWORK"]
+        if os.environ.get("MPI_CODED_PLUGINS"):  # every rank loads the same plugins
+            args += ["-x", "MPI_CODED_PLUGINS"]
         return args, env
     raise ConfigError("mpiexec", "must be MPICH (hydra) or Open MPI", flavor)
 

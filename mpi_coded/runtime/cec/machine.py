@@ -62,18 +62,15 @@ class Machine:
         self.pending: deque[Msg] = deque()
         self.out = self.field.zeros(cfg.rows_per_block)
         self.block = self.field.zeros((0, cfg.cols))  # coded block, or uncoded rows of X
-        self.base = 0  # row of X (uncoded) of the store's first row
         self.peers: dict[int, Inbox] = {}
         self.per_step = WORKLOADS.lookup(cfg.workload).products
         self._speed: tuple[int, float] = (-1, 1.0)  # (step, speed) cache of speed()
         self.idle_clock = IdleClock()
         self.idle_steps: list[int] = []  # steps this machine idled
         self.rows_done: dict[int, int] = {}  # rows computed per step
-        self.acc = self.field.zeros(cfg.cols)  # uncoded linreg: the part of X^T z
-        # link counters (runtime/core/linkstats.py): at the end of the last activity (setup,
-        # a task, an IDLE), and when the moves of a wire step were done (uncoded)
+        # link counters (runtime/core/linkstats.py) at the end of the last activity (setup,
+        # a task, an IDLE)
         self.link_mark: linkstats.Counters | None = None
-        self.moved: tuple[int, linkstats.Counters | None] = (-1, None)
         self.store = store(self)  # the policy's data on this machine
 
     def real_step(self, vstep: int) -> int:
@@ -117,7 +114,7 @@ class Machine:
 
     def product(self, a: int, b: int, off: int, w: np.ndarray) -> None:
         """``out[off:off + b - a] = X~_n[a:b] w``, the block's rows as a view, no copy."""
-        range_product(self.field, self.block, a, b, w, self.out[off:], self.base)
+        range_product(self.field, self.block, a, b, w, self.out[off:], self.store.base)
 
     def task(self, step: int, attempt: int, table: np.ndarray, w: np.ndarray) -> int:
         """Compute, throttle and answer one TASK; returns the rows computed."""
@@ -133,7 +130,7 @@ class Machine:
         cut = False
         transposed = self.store.transposed(step)
         multiply = self.store.product_t if transposed else self.product
-        self.acc = self.field.zeros(cfg.cols)
+        self.store.begin(step)
         t0 = time.perf_counter()
         for f, a, b in pieces:
             if per_set and self.cut(step, attempt):
@@ -161,8 +158,9 @@ class Machine:
             sleep_s = time.perf_counter() - c1
             busy_s = time.perf_counter() - t0
             if not cut:
-                answer = self.acc if transposed else self.out[:done]
-                reqs += self.master.isend(P.Kind.RESULT, step, answer, aux=attempt)
+                at_phase(self.faults, self.comm, "answer", self.real_step(step))
+                reqs += self.master.isend(P.Kind.RESULT, step, self.store.answer(step, done),
+                                          aux=attempt)
             else:  # stopped inside the throttle: no sample of this machine's speed
                 busy_s = 0.0
         meta = records.TASK_META.pack(compute_s=compute_s, sleep_s=sleep_s,
@@ -178,7 +176,7 @@ class Machine:
         """A task's link fields: the counters since the last activity ended, when this wire
         step's moves were done (-1: none), now; now is the next activity's start."""
         now = linkstats.read()
-        moved = self.moved[1] if self.moved[0] == step else None
+        moved = self.store.moved(step)
         out = {**linkstats.span_values(self.link_mark, now),
                **linkstats.values(records.MOVED, moved)}
         self.link_mark = now
@@ -242,8 +240,9 @@ class Machine:
         cols = 3 if cfg.S > 0 else 2
         if payload is None or payload.ndim != 2 or payload.shape[1] != cols:
             raise P.WireError(f"TASK for step {step} has no (k, {cols}) row-set table")
-        if payload.size and (payload[:, -2].min() < self.base or
-                             payload[:, -1].max() > self.base + self.block.shape[0] or
+        base = self.store.base
+        if payload.size and (payload[:, -2].min() < base or
+                             payload[:, -1].max() > base + self.block.shape[0] or
                              (payload[:, -1] < payload[:, -2]).any()):
             raise P.WireError(f"row ranges out of bounds: {payload.tolist()}")
         _, w = self.next_order({P.Kind.VECTOR}, step, "w_t")

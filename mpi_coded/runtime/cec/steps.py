@@ -103,12 +103,14 @@ def steps_for(policy: ElasticPolicy) -> type[Steps]:
     """The runtime phases the policy names (:attr:`ElasticPolicy.steps`, ``module:Class``);
     ConfigError (``policy``) when that is no :class:`Steps` class.  Every rank calls it
     before any MPI traffic."""
-    mod, _, name = policy.steps.partition(":")
-    try:
-        found = getattr(importlib.import_module(mod), name)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError("policy", f"{policy.name}: its steps {policy.steps!r} cannot be "
-                          f"imported ({exc})") from None
+    found: object = policy.steps
+    if isinstance(found, str):
+        mod, _, name = found.partition(":")
+        try:
+            found = getattr(importlib.import_module(mod), name)
+        except Exception as exc:  # a plugin module's own import failure, whatever it is
+            raise ConfigError("policy", f"{policy.name}: its steps {policy.steps!r} cannot "
+                              f"be imported ({type(exc).__name__}: {exc})") from None
     if not (isinstance(found, type) and issubclass(found, Steps)):
         raise ConfigError("policy", f"{policy.name}: its steps {policy.steps!r} must name a "
                           "subclass of mpi_coded.runtime.cec.steps.Steps")

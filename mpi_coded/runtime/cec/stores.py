@@ -35,9 +35,21 @@ class MachineStore:
 
     def __init__(self, m: Machine) -> None:
         self.m = m
+        self.base = 0  # the row of the stored matrix of ``m.block``'s first row
 
     def setup(self) -> None:
         """Receive what the policy sends once, before READY."""
+
+    def begin(self, step: int) -> None:
+        """Before the products of a TASK of wire step ``step``."""
+
+    def answer(self, step: int, done: int) -> np.ndarray:
+        """The RESULT of a TASK of wire step ``step`` that computed ``done`` rows."""
+        return self.m.out[:done]
+
+    def moved(self, step: int) -> linkstats.Counters | None:
+        """The link counters when the moves of wire step ``step`` were done (None: none)."""
+        return None
 
     def select(self, step: int) -> None:
         """Before a TASK of wire step ``step``: the block it multiplies."""
@@ -88,11 +100,26 @@ class CodedStore(MachineStore):
 class UncodedStore(MachineStore):
     """The rows of ``X`` this machine owns, moved as the split changes (module docstring)."""
 
+    def __init__(self, m: Machine) -> None:
+        super().__init__(m)
+        self.acc = m.field.zeros(m.cfg.cols)  # two products: this machine's part of X^T z
+        self.moved_at: tuple[int, linkstats.Counters | None] = (-1, None)
+
     def setup(self) -> None:
         self.m.out = self.m.field.zeros(self.m.cfg.rows)
 
     def idle(self) -> None:  # reclaimed: its rows are gone
-        self.m.block, self.m.base = self.m.field.zeros((0, self.m.cfg.cols)), 0
+        self.m.block, self.base = self.m.field.zeros((0, self.m.cfg.cols)), 0
+
+    def begin(self, step: int) -> None:
+        if self.transposed(step):
+            self.acc = self.m.field.zeros(self.m.cfg.cols)
+
+    def answer(self, step: int, done: int) -> np.ndarray:
+        return self.acc if self.transposed(step) else self.m.out[:done]
+
+    def moved(self, step: int) -> linkstats.Counters | None:
+        return self.moved_at[1] if self.moved_at[0] == step else None
 
     def transposed(self, step: int) -> bool:
         return self.m.per_step == 2 and step % 2 == 0
@@ -100,8 +127,8 @@ class UncodedStore(MachineStore):
     def product_t(self, a: int, b: int, off: int, z: np.ndarray) -> None:
         """``acc += X[a:b]^T z[off:off + b - a]``: this machine's part of ``X^T z``."""
         m = self.m
-        rows = m.block[a - m.base: b - m.base]
-        m.acc += m.field.matmul(rows.T, z[off: off + b - a])
+        rows = m.block[a - self.base: b - self.base]
+        self.acc += m.field.matmul(rows.T, z[off: off + b - a])
 
     def moves(self, step: int, table: np.ndarray | None) -> None:
         """Carry out the moves of ``step`` and acknowledge them."""
@@ -109,7 +136,7 @@ class UncodedStore(MachineStore):
         if table is None or table.ndim != 2 or table.shape[1] != 4 or table.shape[0] < 1:
             raise P.WireError(f"MOVES for step {step} has no (k, 4) table")
         _, _, a, b = (int(v) for v in table[0])
-        old, base = m.block, m.base
+        old, base = m.block, self.base
         new = m.field.zeros((b - a, cfg.cols))
         lo, hi = max(a, base), min(b, base + old.shape[0])
         if hi > lo:
@@ -126,10 +153,10 @@ class UncodedStore(MachineStore):
             if dst == m.rank:
                 new[s0 - a: s1 - a] = self.take_rows(step, src, s0, s1, a, b)
         wait_all(reqs, deadline_in(cfg.timeout_s), f"step {step} rows to be delivered")
-        m.block, m.base = new, a
-        m.moved = (step, linkstats.read())
+        m.block, self.base = new, a
+        self.moved_at = (step, linkstats.read())
         if step == 0:  # the setup's moves: no task reports them
-            m.link_mark = m.moved[1]
+            m.link_mark = self.moved_at[1]
         m.master.send(P.Kind.MOVES, step, timeout=cfg.timeout_s)
 
     def take_rows(self, step: int, src: int, s0: int, s1: int, a: int, b: int) -> np.ndarray:
