@@ -9,7 +9,8 @@ Forms (repeatable on ``mpi-coded run``)::
     drift:RANK:STEP:FACTOR            elastic job: from step STEP on, the rank's throttle
                                       speed is multiplied by FACTOR (> 0; < 1 slows it)
 
-Phases are named as in the results: ``setup``, ``step`` (elastic job),
+Phases are named as in the results: ``setup``, ``step`` (elastic job; and ``idle``: the
+machine is told to idle, ``answer``: its product is computed, before it is sent),
 ``encode``, ``map``, ``shuffle``, ``reduce`` (coded job).  ``@STEP`` picks the
 step (elastic) or repetition (coded) at which a fault fires; without it the
 fault fires the first time the rank enters the phase.  Rank 0 is the master,
@@ -25,7 +26,7 @@ from mpi_coded.coded.phases import PHASES as CODED_PHASES
 from mpi_coded.errors import ConfigError, require
 
 KINDS = ("kill", "stall", "slow", "garble", "drift")
-PHASES = {"cec": ("setup", "step"), "coded": ("setup", *CODED_PHASES)}
+PHASES = {"cec": ("setup", "step", "idle", "answer"), "coded": ("setup", *CODED_PHASES)}
 
 
 @dataclass(frozen=True)

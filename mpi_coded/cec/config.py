@@ -46,6 +46,7 @@ from mpi_coded.config_keys import (
     check_unused,
     key,
     key_names,
+    one_of,
     parse_keys,
     record_of,
     refuse_unknown,
@@ -53,6 +54,7 @@ from mpi_coded.config_keys import (
     table_rows,
 )
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.fault_tolerance import MODES as FT_MODES
 from mpi_coded.fields import FIELD_NAMES
 from mpi_coded.wait_modes import check_wait
 
@@ -120,6 +122,11 @@ class CECConfig:
                          "`w_{t+1} = y_t / norm(y_t)`, square `X`) or `linreg` (gradient "
                          "descent; coded blocks of `X` and `X^T`); float64 only; checked "
                          "against numpy at the end")
+    fault_tolerance: str = key("none", omit_default=True, rule=one_of(FT_MODES),
+                               doc="`ulfm`: a machine that dies is lost and the job goes on "
+                                   "without it (Open MPI 5 launched with ULFM and its failure "
+                                   "detector; docs/elastic.md, \"Machines that die and join\"); "
+                                   "`none`: a dead machine ends the job")
     source: str = dc_field(default="defaults", compare=False)
 
     @property
@@ -180,6 +187,8 @@ class CECConfig:
         require(self.deadline_slack_s > 0, "deadline_slack_s", "must be > 0 seconds",
                 self.deadline_slack_s)
         require(self.seed >= 0, "seed", "must be >= 0", self.seed)
+        require(self.fault_tolerance in FT_MODES, "fault_tolerance",
+                f"must be one of {', '.join(FT_MODES)}", self.fault_tolerance)
 
     def _check_stragglers(self) -> None:
         require(self.S >= 0, "S", "stragglers tolerated must be >= 0", self.S)

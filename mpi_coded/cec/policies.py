@@ -95,6 +95,10 @@ class Uncoded(ElasticPolicy):
     def check_config(self, cfg: CECConfig) -> None:
         require(cfg.S == 0, "S", f'must be 0 with policy = "{self.name}" (rows are not '
                 "replicated)", cfg.S)
+        require(cfg.fault_tolerance == "none", "fault_tolerance",
+                f'must be "none" with policy = "{self.name}": a machine that dies takes the '
+                "only copy of its rows with it (the coded policies survive it)",
+                cfg.fault_tolerance)
 
 
 HETEROGENEOUS = POLICIES.register(Heterogeneous(

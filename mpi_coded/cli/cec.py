@@ -9,6 +9,7 @@ from typing import Any
 
 from mpi_coded.cec.plan import POLICIES, make_plan
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.fault_tolerance import launcher_command
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -131,7 +132,7 @@ def cmd_run_cec(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config).with_overrides(
         field=args.field, policy=args.policy, t_row=args.t_row, seed=args.seed,
-        timeout_s=args.timeout, wait=args.wait)
+        timeout_s=args.timeout, wait=args.wait, fault_tolerance=args.fault_tolerance)
     faults = parse_faults(args.fault, "cec", cfg.world_size)
     first = 1
     if args.resume:
@@ -156,6 +157,10 @@ def register_run(sub: Any) -> None:
     p.add_argument("--wait", default=None,
                    help="override: polite (backoff sleeps), busy (spin) or auto (busy when the "
                         "ranks on a node fit its cores)")
+    p.add_argument("--fault-tolerance", dest="fault_tolerance", default=None,
+                   metavar="{none,ulfm}",
+                   help="override: ulfm (a machine that dies is lost and the job goes on; "
+                        "Open MPI 5 launched with `" + launcher_command() + "`) or none")
     p.add_argument("--resume", action="store_true",
                    help="continue the job recorded in --out after its last completed step")
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",

@@ -51,6 +51,7 @@ class ElasticConfig(Record):
     stragglers: int | None = optional()
     straggler_factor: float | None = optional()
     workload: str | None = optional()
+    fault_tolerance: str | None = optional()
     source: str | None = optional()
     run: RunContext | None = part(RunContext)
     first_step: int = 1
@@ -160,6 +161,12 @@ class ElasticStep(WithLinks, Record):
     rejoined: list[int] = empty_list()
     waited_for: list[list[int]] = empty_list()
     cut_off: list[int] = empty_list()
+    lost: list[dict[str, Any]] = empty_list()
+    """Machines found dead during this step (``fault_tolerance = "ulfm"``): each
+    ``{"machine", "host", "step", "phase", "detected_unix"}`` (:class:`ElasticSummary`)."""
+    stand_ins: list[int] = empty_list()
+    """Machines the schedule preempts this step, planned because lost machines left fewer
+    than ``L + S`` of its available ones alive."""
     stragglers: list[int] = empty_list()
     speed_estimates: dict[str, float] | None = None
     oracle_time_s: float = 0.0
@@ -220,6 +227,16 @@ class ElasticSummary(Record):
     total_transition_waste: str = "0"
     total_oracle_time_s: float = 0.0
     total_true_time_s: float = 0.0
+    lost: list[dict[str, Any]] = empty_list()
+    """Every machine found dead (``fault_tolerance = "ulfm"``), in order: ``machine``,
+    ``host``, ``step`` (the step the master was in: 0 is the setup), ``phase`` (the
+    master's: ``setup``, ``step``, ``stop``) and ``detected_unix`` (when the master knew,
+    Unix seconds: beside the kill's own time it is the detection latency)."""
+    ended_early: str | None = None
+    """The job could not go on (too few machines left alive): why, as rank 0 said it; the
+    steps before it are in the file, ``all_verified`` is false."""
+    machines_left: list[int] | None = None
+    """With machines lost: the machines still alive at the end."""
     workload_check: dict[str, Any] | None = None
     """Iterative workloads: ``{"workload", "relative_error", "rtol", "ok"}`` of the final
     ``w`` against numpy on the uncoded ``X``."""

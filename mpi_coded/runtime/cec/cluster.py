@@ -26,6 +26,7 @@ from mpi_coded.fields import get_field
 from mpi_coded.results import LinkBytes, PhaseBytes
 from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.linkstats import Span
 from mpi_coded.runtime.core.peers import Peers
 from mpi_coded.runtime.core.wait import deadline_in
@@ -49,13 +50,55 @@ class MachinePool:
     def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:
         self.cfg, self.comm, self.faults = cfg, comm, faults
         self.field = get_field(cfg.field)
-        self.machines = list(range(1, cfg.N + 1))
-        self.links = Peers(comm, self.machines)
+        self.machines = list(range(1, cfg.N + 1))  # alive: a lost machine is removed
+        self.links = Peers(comm, self.machines, on_lost=self.lose)
+        self.at: tuple[str, int] = ("setup", 0)  # the master's phase and step (for losses)
+        self.lost: list[dict[str, Any]] = []  # ElasticSummary.lost, in order
+        self.stand_ins: list[int] = []  # this step's (stand_in)
         self.suspects = Suspects(cfg.suspect_after)
         self.estimator = cfg.speeds.make_estimator(self.machines)
         self.observed = 0
         self.book = linkstats.HostBook()  # each host's last measured phase end
         self.link_at = linkstats.read()  # the master's link counters at its last mark
+
+    def lose(self, n: int) -> None:
+        """Machine ``n`` died (``fault_tolerance = "ulfm"``): it is planned, ordered and
+        waited for no more."""
+        if n in self.machines:
+            self.machines.remove(n)
+        phase, step = self.at
+        self.lost.append({"machine": n, "host": self.links.host.get(n, "?"), "step": step,
+                          "phase": phase, "detected_unix": self.links.lost.get(n)})
+        warn(f"{phase} {step}: machine {n} ({self.links.host.get(n, '?')}) died: lost; the "
+             f"job goes on with {self.machines}")
+
+    def stand_in(self, t: int, env: list[int]) -> list[int]:
+        """Step ``t``'s available machines without the lost ones; when that leaves fewer
+        than ``L + S``, alive machines the schedule preempts stand in for the lost (the
+        lowest ids first; :attr:`stand_ins`); fewer than ``L`` alive: CannotGoOn."""
+        cfg = self.cfg
+        alive = [n for n in env if n in self.machines]
+        self.stand_ins = []
+        if len(alive) == len(env) or len(alive) >= cfg.L + cfg.S:
+            return alive
+        if len(self.machines) < cfg.L:
+            raise CannotGoOn(self.too_few(f"step {t}"))
+        spare = [n for n in self.machines if n not in alive]
+        self.stand_ins = spare[: cfg.L + cfg.S - len(alive)]
+        warn(f"step {t}: machines {self.stand_ins} stand in for the lost "
+             f"{[n for n in env if n not in self.machines]}")
+        return sorted(alive + self.stand_ins)
+
+    def too_few(self, where: str) -> str:
+        """The one line of a job that lost too many machines to go on."""
+        gone = ", ".join(f"machine {e['machine']} ({e['host']}, {e['phase']} {e['step']})"
+                         for e in self.lost)
+        return (f"{where}: {len(self.machines)} machines left {self.machines}, fewer than "
+                f"the L={self.cfg.L} a step needs: lost {gone}")
+
+    def lost_in(self, step: int) -> list[dict[str, Any]]:
+        """The losses found during ``step``."""
+        return [e for e in self.lost if e["step"] == step and e["phase"] == "step"]
 
     def hard(self) -> float:
         """The deadline of a wait that is not a step's (``timeout_s`` from now)."""

@@ -42,6 +42,7 @@ from mpi_coded.runtime.cec.steps import Clock, DataSent, Steps
 from mpi_coded.runtime.cec.stores import CodedStore
 from mpi_coded.runtime.cec.tasks import task_tables
 from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.wait import DeadlineExceeded, wait_all
 
 
@@ -75,6 +76,7 @@ class Flight:
     plan: StepPlan = field(init=False)
     attempt: int = 0
     late: list[int] = field(default_factory=list)
+    dead: list[int] = field(default_factory=list)  # planned, and died (ulfm)
     reqs: list[MPI.Request] = field(default_factory=list)
     tasks: dict[int, np.ndarray] = field(default_factory=dict)
     deadline: float = 0.0
@@ -204,20 +206,28 @@ class CodedSteps(Steps):
                        hard=cl.hard(), on_late=cl.on_late)
 
     def replan(self, f: Flight, missing: list[int]) -> None:
-        """Machines missed the deadline: cut them, re-plan the product onto the others."""
+        """Machines missed the deadline, or one died (``fault_tolerance = "ulfm"``): cut the
+        unfinished, re-plan the product onto the others (without the late and the dead)."""
         cfg, links = self.cfg, self.cl.links
         unfinished = [n for n in f.plan.available if not f.att.finished(n)]
         f.reqs += links.send(unfinished, P.Kind.CUT, f.vstep, aux=f.attempt)
-        f.late += missing
-        for n in missing:
+        dead = [n for n in missing if n in links.lost]  # died (ulfm): lost for good
+        # a death ends the wait at once: the others still computing are not late
+        late = [] if dead else missing
+        f.late += late
+        f.dead += dead
+        for n in late:
             self.cl.suspects.missed(n, f.t)
-        f.avail = [n for n in f.avail if n not in missing]
+        f.avail = [n for n in f.avail if n not in late and n not in links.lost]
         if len(f.avail) < cfg.L:
+            if dead:
+                raise CannotGoOn(self.cl.too_few(f"step {f.t}"))
             raise DeadlineExceeded(
-                f"step {f.t}: {links.name(missing)} missed the step deadline "
+                f"step {f.t}: {links.name(late)} missed the step deadline "
                 f"({f.deadline:.3f} s) and fewer than L={cfg.L} machines remain")
-        warn(f"step {f.t}: {links.name(missing)} missed the deadline; re-planning onto "
-             f"{f.avail}")
+        if late:
+            warn(f"step {f.t}: {links.name(late)} missed the deadline; re-planning onto "
+                 f"{f.avail}")
         f.attempt += 1
         f.plan = self.make(f.avail, min(f.S, len(f.avail) - cfg.L), f.prev, f.prod.R)
 
@@ -269,7 +279,7 @@ class CodedSteps(Steps):
             f.t, self.env, Clock(f.start, f.collected, f.decoded), att.metas, err, f.speeds,
             float(oracle.time) * R * cfg.t_row,
             float(step_time(dict(plan.load), true)) * R * cfg.t_row,
-            available=list(plan.available), replanned=bool(f.late), late=sorted(f.late),
+            available=list(plan.available), replanned=bool(f.late or f.dead), late=sorted(f.late),
             attempts=f.attempt + 1, load={str(n): str(v) for n, v in plan.load},
             rows={str(n): c for n, c in plan.row_counts().items()},
             sets=plan.to_dict()["sets"], predicted_s=self.predict(plan, R),

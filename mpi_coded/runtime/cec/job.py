@@ -19,4 +19,5 @@ def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
                   f"N+1 = {cfg.world_size} (a master and N={cfg.N} machines)",
                   cfg.wait,
                   lambda comm, phase: master_main(cfg, comm, phase, out, steps, first, faults),
-                  lambda comm, phase: machine_main(cfg, comm, phase, steps.store, faults))
+                  lambda comm, phase: machine_main(cfg, comm, phase, steps.store, faults),
+                  cfg.fault_tolerance)

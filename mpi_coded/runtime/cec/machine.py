@@ -147,6 +147,7 @@ class Machine:
                 if interrupted:
                     cut = True
                     break
+                at_phase(self.faults, self.comm, "answer", self.real_step(step))
                 reqs += self.master.isend(P.Kind.PART, step, self.out[off: off + b - a],
                                           aux=part_aux(attempt, f))
             done += b - a
@@ -214,6 +215,7 @@ class Machine:
     def idle(self, step: int) -> None:
         """IDLE: compute nothing this step, wait politely (timed); the store may drop its
         data (the uncoded baseline's rows are reclaimed)."""
+        at_phase(self.faults, self.comm, "idle", self.real_step(step))
         self.store.idle()
         self.idle_steps.append(self.real_step(step))
         self.link_mark = linkstats.read()

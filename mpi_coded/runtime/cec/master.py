@@ -48,7 +48,7 @@ from mpi_coded.runtime.cec.collect import drain
 from mpi_coded.runtime.cec.steps import Steps
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.guard import Phase
+from mpi_coded.runtime.core.guard import CannotGoOn, Phase
 from mpi_coded.runtime.core.run import run_info
 from mpi_coded.runtime.core.wait import DeadlineExceeded, wait_all
 
@@ -65,13 +65,17 @@ class Table:
     def row(self, rec: ElasticStep) -> None:
         avail = ",".join(str(a) for a in rec.available)
         ratio = rec.wall_s / rec.predicted_s if rec.predicted_s > 0 else float("nan")
-        note = f"  replanned without {rec.late}" if rec.replanned else ""
+        note = f"  replanned without {rec.late}" if rec.replanned and rec.late else ""
         if rec.suspects:
             note += f"  suspects {rec.suspects} left out"
         if rec.rejoined:
             note += f"  rejoined {rec.rejoined}"
         if rec.cut_off:
             note += f"  cut off {rec.cut_off}"
+        if rec.lost:
+            note += f"  lost {[e['machine'] for e in rec.lost]} (died)"
+        if rec.stand_ins:
+            note += f"  stand-ins {rec.stand_ins}"
         print(f"{rec.step:>4} {avail:<18} {rec.predicted_s:>8.4f} {rec.wall_s:>8.4f} "
               f"{ratio:>6.3f} {rec.decode_s * 1e3:>9.3f} {rec.max_error:>9.2e} "
               f"{rec.transition_waste:>7} {'yes' if rec.verified else 'NO'}{note}",
@@ -100,12 +104,17 @@ class Master:
         x, steps, setup = self.setup(first)
         writer.write(setup)
         table = Table()
-        for t in range(first, len(self.schedule) + 1):
-            phase.set("step", t)
-            rec = self.step(steps, t)
-            writer.write(rec)
-            table.row(rec)
-            self.done.append(rec)
+        try:
+            for t in range(first, len(self.schedule) + 1):
+                phase.set("step", t)
+                rec = self.step(steps, t)
+                writer.write(rec)
+                table.row(rec)
+                self.done.append(rec)
+        except CannotGoOn as exc:  # too few machines left: the summary says why, unverified
+            writer.write(self.summary(steps, setup, first, None, {}, {}, ended=str(exc)))
+            writer.close()
+            raise
         check = self.work.check(x, len(self.schedule))
         phase.set("stop")
         summary = self.summary(steps, setup, first, check, *self.stop())
@@ -143,12 +152,15 @@ class Master:
     def step(self, steps: Steps, t: int) -> ElasticStep:
         """Step ``t``: the workload's products through the policy's phases, one record."""
         cl = self.cl
+        cl.at = ("step", t)
         drain(cl.links, cl.machines, (self.first_vstep(t), 0), cl.on_late, cl.hard())
-        avail = steps.begin(t, list(self.schedule[t - 1]))
+        env = cl.stand_in(t, list(self.schedule[t - 1]))  # the lost ones replaced
+        avail = steps.begin(t, env)
         recs: list[ElasticStep] = []
 
         def product(which: int, v: np.ndarray) -> np.ndarray:
-            on = avail if which == 0 else [n for n in recs[0].available if n not in recs[0].late]
+            on = avail if which == 0 else [n for n in recs[0].available
+                                           if n not in recs[0].late and n in cl.machines]
             rec, y = steps.product(t, which, v, on)
             recs.append(rec)
             return y
@@ -163,6 +175,7 @@ class Master:
         """STOP to every machine; their idle statistics and rows per step."""
         cfg, links, machines = self.cfg, self.cl.links, self.cl.machines
         last = len(self.schedule) * self.work.products
+        self.cl.at = ("stop", len(self.schedule))
         reqs = links.send(machines, P.Kind.STOP, last)
         hard = self.cl.hard()
         try:
@@ -174,7 +187,7 @@ class Master:
                 from None
         wait_all(reqs, hard, "STOP to be delivered")
         idle, rows_by_step = {}, {}
-        for n in machines:
+        for n in [m for m in machines if m in stats]:  # ulfm: not the ones lost in stop
             s = records.IDLE_STATS.unpack(stats[n][0][1], n)
             idle[str(n)] = {"wall_s": s["wall_s"], "cpu_s": s["cpu_s"],
                             "idle_steps": int(s["idle_steps"]),
@@ -185,14 +198,16 @@ class Master:
 
     def summary(self, steps: Steps, setup: ElasticSetup, first: int,
                 check: dict[str, Any] | None, idle: dict[str, dict[str, float]],
-                machine_steps: dict[str, dict[str, dict[str, Any]]]) -> ElasticSummary:
+                machine_steps: dict[str, dict[str, dict[str, Any]]],
+                ended: str | None = None) -> ElasticSummary:
         done = self.done
         ratios = [r.wall_s / r.predicted_s for r in done if r.predicted_s > 0 and not r.late]
         overheads = [r.wall_s - r.predicted_s for r in done]
         return ElasticSummary(
             steps=len(done), first_step=first, policy=self.cfg.policy,
             field=self.cl.field.name,
-            all_verified=all(r.verified for r in done) and (check is None or check["ok"]),
+            all_verified=ended is None and all(r.verified for r in done) and
+            (check is None or check["ok"]), ended_early=ended,
             replanned_steps=[r.step for r in done if r.replanned],
             late_answers_dropped=self.cl.links.dropped,
             total_wall_s=sum(r.wall_s for r in done),
@@ -205,7 +220,9 @@ class Master:
             total_transition_waste=str(sum((Fraction(r.transition_waste) for r in done),
                                            Fraction(0))),
             total_oracle_time_s=sum(r.oracle_time_s for r in done),
-            total_true_time_s=sum(r.true_time_s for r in done), workload_check=check)
+            total_true_time_s=sum(r.true_time_s for r in done), workload_check=check,
+            lost=list(self.cl.lost), machines_left=list(self.cl.machines) if self.cl.lost
+            else None)
 
     def verdict(self, summary: ElasticSummary, check: dict[str, Any] | None) -> int:
         """Print the end of the job; its exit status."""
@@ -214,9 +231,13 @@ class Master:
             print(f"{kind}: final w vs numpy on the uncoded X: relative error "
                   f"{check['relative_error']:.2e} ({'ok' if check['ok'] else 'FAILED'}, "
                   f"tolerance {check['rtol']:g})", flush=True)
+        lost = ""
+        if summary.lost:
+            lost = ", lost " + ", ".join(f"machine {e['machine']} ({e['phase']} {e['step']})"
+                                         for e in summary.lost)
         print(f"done: {summary.steps} steps, all verified: {summary.all_verified}, "
               f"wall {summary.total_wall_s:.4f} s vs predicted "
-              f"{summary.total_predicted_s:.4f} s", flush=True)
+              f"{summary.total_predicted_s:.4f} s{lost}", flush=True)
         if summary.all_verified:
             return 0
         print("mpi-coded: error: decoded results did not match X w_t" if check is None or

@@ -92,7 +92,8 @@ class Steps:
             stragglers=cl.stragglers(t, env), speed_estimates=cl.speed_estimates(speeds),
             oracle_time_s=oracle_s, true_time_s=true_s,
             true_over_oracle=true_s / oracle_s if oracle_s > 0 else None,
-            workload=self.cfg.workload, **own)
+            workload=self.cfg.workload, lost=cl.lost_in(t), stand_ins=list(cl.stand_ins),
+            **own)
 
     def check(self, y: np.ndarray, x: np.ndarray, w: np.ndarray) -> Any:
         """The decoded ``y``'s largest error against the direct ``x @ w``."""

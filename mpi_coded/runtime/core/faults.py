@@ -29,7 +29,7 @@ def at_phase(faults: Sequence[Fault], comm: MPI.Comm, phase: str, step: int | No
         host = socket.gethostname()
         if f.kind == "kill":
             sys.stderr.write(f"mpi-coded: rank {rank} ({host}) killed by fault injection in "
-                             f"{where}\n")
+                             f"{where} at unix {time.time():.6f}\n")
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
         elif f.kind == "stall":

@@ -28,6 +28,12 @@ ABORT_BOUND_S = 10.0
 """Seconds an ``Abort`` may take before this process ends itself."""
 
 
+class CannotGoOn(RuntimeError):
+    """The job cannot go on for a reason the user must read, not a bug (machines lost,
+    fewer than the code needs left): the guard prints its message as one line, no
+    traceback, and ends the job."""
+
+
 class Phase:
     """The phase a rank is in, for error messages (``setup``, ``step``, ...)."""
 
@@ -52,11 +58,14 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
         if isinstance(exc, SystemExit) and exc.code in (0, None):
             raise
         rank = comm.Get_rank()
-        tb = traceback.format_exc(limit=-3)
-        sys.stderr.write(
-            f"mpi-coded: rank {rank} ({socket.gethostname()}) failed in phase {phase}: "
-            f"{type(exc).__name__}: {exc}\n")
-        sys.stderr.write(tb)
+        if isinstance(exc, CannotGoOn):
+            sys.stderr.write(f"mpi-coded: error: rank {rank} ({socket.gethostname()}) in "
+                             f"phase {phase}: {exc}\n")
+        else:
+            sys.stderr.write(
+                f"mpi-coded: rank {rank} ({socket.gethostname()}) failed in phase {phase}: "
+                f"{type(exc).__name__}: {exc}\n")
+            sys.stderr.write(traceback.format_exc(limit=-3))
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -65,6 +65,10 @@ class Inbox:
         poll_until(test, deadline, what, dormant=dormant)
         return got[0]
 
+    def forget(self) -> None:
+        """Drop the posted receive of a peer that died (it completed in error)."""
+        self._req = self._buf = None
+
     def cancel(self) -> None:
         """Cancel the posted header receive (a header already in is discarded)."""
         if self._req is not None:

@@ -9,7 +9,11 @@ Both jobs' masters talk to their workers through :class:`Peers`:
   ``Testsome``; answers the caller declares *stale* (a late answer to an
   earlier step or attempt) are counted and dropped; a *soft* deadline returns
   who is missing, the *hard* one raises naming them;
-* :meth:`Peers.order` sends one order to many and waits for delivery.
+* :meth:`Peers.order` sends one order to many and waits for delivery;
+* with failure reporting on (``fault_tolerance = "ulfm"``, :mod:`mpi_coded.runtime.core.ulfm`)
+  a peer whose posted receive fails is *lost* (:attr:`Peers.lost`, ``on_lost``): it is
+  no longer listened to, sent to or waited for, and a collection with a soft deadline
+  that still waits for it returns at once with the peers missing.
 
 The worker side is :class:`MasterLink`: its inbox from the master, READY with
 the host name, and sends that wait politely for delivery.
@@ -28,7 +32,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 import numpy as np
 from mpi4py import MPI
 
-from mpi_coded.runtime.core import wire
+from mpi_coded.runtime.core import ulfm, wire
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.wait import POLICY, DeadlineExceeded, deadline_in, wait_all
 
@@ -59,13 +63,33 @@ class Peers:
     """The master's links to ``ranks``; ``label(rank)`` names a rank in messages."""
 
     def __init__(self, comm: MPI.Comm, ranks: Sequence[int],
-                 label: Callable[[int], str] = lambda r: f"rank {r}") -> None:
+                 label: Callable[[int], str] = lambda r: f"rank {r}",
+                 on_lost: Callable[[int], None] | None = None) -> None:
         self.comm = comm
         self.ranks = list(ranks)
         self.inbox = {r: Inbox(comm, r) for r in self.ranks}
         self.host = {r: "?" for r in self.ranks}
         self.label = label
         self.dropped = 0
+        self.lost: dict[int, float] = {}  # rank -> when it was found dead (Unix seconds)
+        self.on_lost = on_lost
+
+    def alive(self, who: Iterable[int]) -> list[int]:
+        """``who`` without the lost peers."""
+        return [r for r in who if r not in self.lost]
+
+    def detect(self, failed: Iterable[int] = ()) -> list[int]:
+        """Mark the peers MPI knows dead (and ``failed``, whose receive failed) lost; the
+        newly lost ones."""
+        now = time.time()
+        dead = (ulfm.failed_ranks(self.comm) | set(failed)) & set(self.ranks)
+        new = sorted(r for r in dead if r not in self.lost)
+        for r in new:
+            self.lost[r] = now
+            self.inbox[r].forget()
+            if self.on_lost is not None:
+                self.on_lost(r)
+        return new
 
     def name(self, who: Iterable[int]) -> str:
         """``rank 3 (host), ...`` (or the job's own label) for error messages."""
@@ -75,7 +99,7 @@ class Peers:
              arr: np.ndarray | None = None, aux: int = 0) -> list[MPI.Request]:
         """Start sending the same message to each of ``who``."""
         reqs: list[MPI.Request] = []
-        for r in who:
+        for r in self.alive(who):
             reqs += wire.isend(self.comm, r, kind, step, arr, aux)
         return reqs
 
@@ -87,10 +111,18 @@ class Peers:
 
     def arrived(self, who: Sequence[int], hard: float) -> list[Msg]:
         """The messages from ``who`` whose headers are in now: one ``Testsome`` over the
-        posted receives, then their payloads.  Never waits for a header."""
+        posted receives, then their payloads.  Never waits for a header.  With failure
+        reporting on, each receive is tested on its own, and a peer whose receive failed is
+        lost (:meth:`detect`)."""
+        who = self.alive(who)
         reqs = [self.inbox[r].request() for r in who]
-        ready = MPI.Request.Testsome(reqs) or []
-        return [self.inbox[who[i]].take(_ANY, None, hard) for i in ready]
+        if not ulfm.enabled():
+            ready = MPI.Request.Testsome(reqs) or []
+            return [self.inbox[who[i]].take(_ANY, None, hard) for i in ready]
+        done = [(r, ulfm.test(q)) for r, q in zip(who, reqs)]
+        if any(ok is None for _, ok in done):
+            self.detect(r for r, ok in done if ok is None)
+        return [self.inbox[r].take(_ANY, None, hard) for r, ok in done if ok]
 
     def pump(self, who: Callable[[], Sequence[int]], handle: Callable[[Msg], None],
              done: Callable[[], bool], *, hard: float, what: str,
@@ -112,6 +144,8 @@ class Peers:
                 handle(msg)   # steady stream of stale answers cannot outlast them
             if done():
                 break
+            if soft is not None and self.lost and any(r in self.lost for r in owing()):
+                return list(owing())  # a peer it waits for is dead: no use waiting on
             now = time.monotonic()
             if soft is not None and now > soft:
                 return list(owing())
@@ -143,8 +177,8 @@ class Peers:
         """
         got: dict[int, list[Msg]] = {}
 
-        def pending() -> list[int]:
-            return [r for r in who if len(got.get(r, ())) < len(kinds)]
+        def pending() -> list[int]:  # a lost peer owes nothing
+            return [r for r in who if len(got.get(r, ())) < len(kinds) and r not in self.lost]
 
         def done() -> bool:
             if until is not None and until(

@@ -9,6 +9,8 @@ rank ends the whole job naming it.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,7 @@ from mpi4py import MPI
 
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import RunContext
+from mpi_coded.runtime.core import ulfm
 from mpi_coded.runtime.core.guard import Phase, guarded
 from mpi_coded.runtime.core.linkstats import described_network
 from mpi_coded.runtime.core.memory import retain_freed_memory
@@ -55,10 +58,19 @@ def run_record(comm: MPI.Comm) -> dict[str, Any]:
 
 
 def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], int],
-           worker: Callable[[MPI.Comm, Phase], None]) -> int:
-    """Check the world, choose the waiting strategy, run master or worker guarded."""
+           worker: Callable[[MPI.Comm, Phase], None], fault_tolerance: str = "none") -> int:
+    """Check the world (and that ``fault_tolerance`` is possible here), choose the waiting
+    strategy, run master or worker guarded.
+
+    Under ``fault_tolerance = "ulfm"`` every rank ends its own process when its part is
+    done, its output flushed (the master's results are written and closed by then):
+    Open MPI's ``MPI_Finalize`` with the failure detector's thread does not return
+    (:mod:`mpi_coded.fault_tolerance`), and a job that lost a machine must not wait for it
+    at the end."""
     comm = MPI.COMM_WORLD
     check_world(comm, size, rule)
+    ulfm.check(fault_tolerance)
+    ulfm.enable(fault_tolerance)
     configure(wait, comm)
     retain_freed_memory()
 
@@ -68,4 +80,9 @@ def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], 
         worker(comm, phase)
         return 0
 
-    return int(guarded(body, comm))
+    rc = int(guarded(body, comm))
+    if ulfm.enabled() or ulfm.finalize_hangs(os.environ):
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(rc)
+    return rc

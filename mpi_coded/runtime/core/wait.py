@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 from mpi4py import MPI
 
+from mpi_coded.runtime.core import ulfm
 from mpi_coded.wait_modes import choose_mode
 
 MIN_SLEEP = 1e-5
@@ -193,7 +194,18 @@ def sleep_until(t_end: float, interrupt: Callable[[], bool]) -> bool:
 
 def wait_all(reqs: Sequence[MPI.Request], deadline: float, what: str,
              active: bool = False) -> None:
-    """Wait for every request (one ``Testall`` per try)."""
+    """Wait for every request (one ``Testall`` per try).  With failure reporting on
+    (:mod:`mpi_coded.runtime.core.ulfm`) a request whose peer died is done: it is tested on
+    its own and dropped."""
     pending = list(reqs)
-    if pending:
+    if not pending:
+        return
+    if not ulfm.enabled():
         poll_until(lambda: bool(MPI.Request.Testall(pending)), deadline, what, active)
+        return
+
+    def done() -> bool:
+        pending[:] = [r for r in pending if ulfm.test(r) is False]
+        return not pending
+
+    poll_until(done, deadline, what, active)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
+from mpi_coded.runtime.core import ulfm
 from mpi_coded.runtime.core.wait import wait_all
 
 MAGIC = 0x4D5043  # "MPC"
@@ -102,9 +103,14 @@ def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
     """Start sending one message; returns the requests to wait for."""
     payload = None if arr is None else np.ascontiguousarray(arr.view(np.ndarray))
     h = _header(kind, step, payload, aux)
-    reqs = [comm.Isend(h, dest=dest, tag=TAG_HEADER)]
-    if payload is not None:
-        reqs.append(comm.Isend(payload, dest=dest, tag=TAG_PAYLOAD))
+    reqs: list[MPI.Request] = []
+    try:
+        reqs.append(comm.Isend(h, dest=dest, tag=TAG_HEADER))
+        if payload is not None:
+            reqs.append(comm.Isend(payload, dest=dest, tag=TAG_PAYLOAD))
+    except MPI.Exception as exc:  # ulfm: MPI knows ``dest`` dead, nothing is sent to it
+        if not ulfm.is_failure(exc):
+            raise
     return reqs
 
 

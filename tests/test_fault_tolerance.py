@@ -1,0 +1,138 @@
+"""Machines that die (``fault_tolerance = "ulfm"``, mpi_coded/fault_tolerance.py and
+mpi_coded/runtime/core/ulfm.py): the rule of which MPI can, checked without MPI; and under
+mpiexec, a machine killed (SIGKILL) in setup, while idle, while computing and while sending
+its answer: the job goes on, every step verified, the lost machine named with its step.
+Under Open MPI (the CI's .venv-ompi) the kills run; under MPICH the same tests check the
+one-line refusal that names MPICH's failure."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from conftest import launcher_env, mpi_flavor, mpiexec_cmd, processes_matching, run_cmd
+from mpi_coded import fault_tolerance as ft
+from mpi_coded.cec.config import CECConfig
+from mpi_coded.errors import ConfigError
+from mpi_coded.faults import parse_fault
+from mpi_coded.results import STEP, SUMMARY, kind_of, read_results
+
+OPEN_MPI = ("Open MPI v5.0.11, package: Open MPI user@localhost Distribution, ident: 5.0.11, "
+            "repo rev: v5.0.11rc1, Sep 16, 2026")
+MPICH = "MPICH Version:      5.0.2\nMPICH Release date: unreleased development copy"
+FLAGS_ENV = {"OMPI_MCA_mpi_ft_enable": "1", "OMPI_MCA_mpi_ft_detector": "true"}
+
+
+def test_ulfm_needs_open_mpi_launched_with_ft_and_its_detector():
+    assert ft.ulfm_missing(OPEN_MPI, FLAGS_ENV) is None
+    why = ft.ulfm_missing(OPEN_MPI, {})
+    assert why == ("Open MPI v5.0.11 was launched without --with-ft ulfm, --mca "
+                   "mpi_ft_detector true: launch with `mpiexec --with-ft ulfm --mca "
+                   "mpi_ft_detector true --mca mpi_ft_detector_period 1 --mca "
+                   "mpi_ft_detector_timeout 10 ...`")
+    assert "without --mca mpi_ft_detector true:" in ft.ulfm_missing(
+        OPEN_MPI, {"OMPI_MCA_mpi_ft_enable": "1", "OMPI_MCA_mpi_ft_detector": "false"})
+    why = ft.ulfm_missing(MPICH, FLAGS_ENV)
+    assert why.startswith("this MPI is MPICH Version: 5.0.2: MPICH's fault tolerance "
+                          "(MPIR_CVAR_ENABLE_FT=1) aborts every rank at start")
+    assert "ch4_request.h at line 16" in why
+    assert "not Open MPI 5 with ULFM" in ft.ulfm_missing("Intel(R) MPI Library 2021", {})
+
+
+def test_the_config_key_and_who_may_use_it():
+    assert CECConfig().fault_tolerance == "none"
+    assert "fault_tolerance" not in CECConfig().to_dict()  # older results still compare
+    assert CECConfig(fault_tolerance="ulfm").validate().to_dict()["fault_tolerance"] == "ulfm"
+    with pytest.raises(ConfigError, match=r"^fault_tolerance: must be one of none, ulfm"):
+        CECConfig(fault_tolerance="yes").validate()
+    with pytest.raises(ConfigError, match=r'^fault_tolerance: must be "none" with policy = '
+                                          r'"uncoded": a machine that dies takes the only'):
+        CECConfig(policy="uncoded", fault_tolerance="ulfm").validate()
+
+
+def test_machines_may_be_killed_while_idle_and_while_answering():
+    assert parse_fault("kill:3:idle@2", "cec", 7).phase == "idle"
+    assert parse_fault("kill:3:answer", "cec", 7).phase == "answer"
+    with pytest.raises(ConfigError, match="PHASE"):
+        parse_fault("kill:3:idle", "coded", 7)
+
+
+# -- under mpiexec ----------------------------------------------------------------------
+
+
+def run_ft(tmp_path, *args: str, timeout: float = 120.0):
+    """``mpi-coded run cec --fault-tolerance ulfm`` with the launcher flags it needs."""
+    extra = list(ft.LAUNCHER_FLAGS) if mpi_flavor() == "openmpi" else []
+    out = tmp_path / "ft.jsonl"
+    cmd = [*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "cec",
+           "--fault-tolerance", "ulfm", "--t-row", "0.002", "--out", str(out), *args]
+    return run_cmd(cmd, timeout, launcher_env()), out
+
+
+def kill_time(stderr: str, rank: int) -> float:
+    m = re.search(rf"rank {rank} \(.*\) killed by fault injection in phase .* at unix "
+                  r"([0-9.]+)", stderr)
+    assert m, stderr
+    return float(m.group(1))
+
+
+def refused_under_mpich(r) -> bool:
+    """Under MPICH: the one-line refusal naming MPICH's failure, exit 2."""
+    if mpi_flavor() == "openmpi":
+        return False
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("mpi-coded:")]
+    assert lines == [f"mpi-coded: error: fault_tolerance: ulfm needs MPI fault tolerance "
+                     f"(ULFM): {lines[0].split('(ULFM): ', 1)[1]}"]
+    assert "MPIR_CVAR_ENABLE_FT=1" in lines[0] and "use Open MPI 5" in lines[0]
+    return True
+
+
+KILLS = [("setup", "kill:4:setup", 4, 0), ("idle", "kill:4:idle@2", 4, 2),
+         ("computing", "kill:2:step@2", 2, 2), ("answering", "kill:3:answer@1", 3, 1)]
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+@pytest.mark.parametrize("when,fault,rank,step", KILLS, ids=[k[0] for k in KILLS])
+def test_a_killed_machine_is_lost_and_the_job_goes_on(tmp_path, when, fault, rank, step):
+    r, out = run_ft(tmp_path, "--fault", fault)
+    if refused_under_mpich(r):
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = list(read_results(out))
+    summary = [ln for ln in lines if kind_of(ln) == SUMMARY][-1]
+    steps = [ln for ln in lines if kind_of(ln) == STEP]
+    assert summary["all_verified"] and len(steps) == 4 and all(s["verified"] for s in steps)
+    [lost] = summary["lost"]
+    assert (lost["machine"], lost["step"]) == (rank, step)
+    assert lost["phase"] == ("setup" if step == 0 else "step")
+    assert summary["machines_left"] == [n for n in range(1, 7) if n != rank]
+    # detected by MPI's failure report, not by waiting out the step's deadline (>= 2 s)
+    latency = lost["detected_unix"] - kill_time(r.stderr, rank)
+    assert 0 <= latency < 1.0, latency
+    later = [s for s in steps if s["step"] > max(step, 1)]
+    assert later and all(rank not in s["available"] for s in later)
+    if step:
+        assert [e["machine"] for e in steps[step - 1]["lost"]] == [rank]
+    assert f"lost machine {rank}" in r.stdout
+    assert "Traceback" not in r.stderr
+    assert processes_matching(str(out)) == []  # every rank ended, none waits for the dead
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_too_few_machines_left_is_one_line_and_a_summary_that_says_why(tmp_path):
+    r, out = run_ft(tmp_path, "--fault", "kill:1:setup", "--fault", "kill:2:setup",
+                    "--fault", "kill:3:step@1", "--fault", "kill:4:step@1")
+    if refused_under_mpich(r):
+        return
+    assert r.returncode != 0
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("mpi-coded: error:")]
+    assert len(said) == 1 and "2 machines left [5, 6], fewer than the L=3 a step needs: " \
+        "lost machine 1" in said[0], r.stderr
+    summary = [ln for ln in read_results(out) if kind_of(ln) == SUMMARY][-1]
+    assert not summary["all_verified"] and summary["ended_early"]
+    assert sorted(e["machine"] for e in summary["lost"]) == [1, 2, 3, 4]
