@@ -50,6 +50,12 @@ def test_the_config_key_and_who_may_use_it():
     with pytest.raises(ConfigError, match=r'^fault_tolerance: must be "none" with policy = '
                                           r'"uncoded": a machine that dies takes the only'):
         CECConfig(policy="uncoded", fault_tolerance="ulfm").validate()
+    assert CECConfig(fault_tolerance="ulfm", replace_lost="spawn").validate()
+    with pytest.raises(ConfigError, match=r'^replace_lost: spawn needs fault_tolerance = '
+                                          r'"ulfm"'):
+        CECConfig(replace_lost="spawn").validate()
+    with pytest.raises(ConfigError, match=r"^replace_lost: must be one of none, spawn"):
+        CECConfig(fault_tolerance="ulfm", replace_lost="always").validate()
 
 
 def test_machines_may_be_killed_while_idle_and_while_answering():
@@ -136,3 +142,27 @@ def test_too_few_machines_left_is_one_line_and_a_summary_that_says_why(tmp_path)
     summary = [ln for ln in read_results(out) if kind_of(ln) == SUMMARY][-1]
     assert not summary["all_verified"] and summary["ended_early"]
     assert sorted(e["machine"] for e in summary["lost"]) == [1, 2, 3, 4]
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_a_new_machine_joins_gets_its_block_and_its_first_step_verifies(tmp_path):
+    r, out = run_ft(tmp_path, "--fault", "kill:2:step@2", "--replace-lost", "spawn")
+    if refused_under_mpich(r):
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = list(read_results(out))
+    summary = [ln for ln in lines if kind_of(ln) == SUMMARY][-1]
+    steps = {ln["step"]: ln for ln in lines if kind_of(ln) == STEP}
+    assert summary["all_verified"] and all(s["verified"] for s in steps.values())
+    [joined] = summary["joined"]
+    # the lost machine 2's coded block: 420 rows x 200 float64, sent to the new process
+    assert (joined["machine"], joined["step"], joined["block_bytes"]) == (2, 3, 420 * 200 * 8)
+    assert joined["spawn_s"] > 0 and joined["block_s"] > 0
+    assert steps[3]["joined"] == [joined]
+    # planned from the step it joined: the seed schedule has machine 2 at steps 3 and 4
+    assert 2 in steps[3]["available"] and 2 in steps[4]["available"]
+    assert steps[3]["rows"]["2"] > 0
+    assert summary["machines_left"] == [1, 2, 3, 4, 5, 6]
+    assert "a new machine 2" in r.stdout and "joined" in r.stdout
+    assert processes_matching(str(out)) == []

@@ -127,6 +127,11 @@ class CECConfig:
                                    "without it (Open MPI 5 launched with ULFM and its failure "
                                    "detector; docs/elastic.md, \"Machines that die and join\"); "
                                    "`none`: a dead machine ends the job")
+    replace_lost: str = key("none", omit_default=True, rule=one_of(("none", "spawn")),
+                            doc="`spawn`: a new process replaces each lost machine before "
+                                "the next step (`MPI_Comm_spawn`; it gets the lost "
+                                "machine's coded block over the network); needs "
+                                "`fault_tolerance = \"ulfm\"`")
     source: str = dc_field(default="defaults", compare=False)
 
     @property
@@ -189,6 +194,11 @@ class CECConfig:
         require(self.seed >= 0, "seed", "must be >= 0", self.seed)
         require(self.fault_tolerance in FT_MODES, "fault_tolerance",
                 f"must be one of {', '.join(FT_MODES)}", self.fault_tolerance)
+        require(self.replace_lost in ("none", "spawn"), "replace_lost",
+                "must be one of none, spawn", self.replace_lost)
+        require(self.replace_lost == "none" or self.fault_tolerance == "ulfm", "replace_lost",
+                'spawn needs fault_tolerance = "ulfm" (without it no machine is lost: a '
+                "death ends the job)", self.replace_lost)
 
     def _check_stragglers(self) -> None:
         require(self.S >= 0, "S", "stragglers tolerated must be >= 0", self.S)

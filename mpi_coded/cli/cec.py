@@ -132,7 +132,8 @@ def cmd_run_cec(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config).with_overrides(
         field=args.field, policy=args.policy, t_row=args.t_row, seed=args.seed,
-        timeout_s=args.timeout, wait=args.wait, fault_tolerance=args.fault_tolerance)
+        timeout_s=args.timeout, wait=args.wait, fault_tolerance=args.fault_tolerance,
+        replace_lost=args.replace_lost)
     faults = parse_faults(args.fault, "cec", cfg.world_size)
     first = 1
     if args.resume:
@@ -161,6 +162,10 @@ def register_run(sub: Any) -> None:
                    metavar="{none,ulfm}",
                    help="override: ulfm (a machine that dies is lost and the job goes on; "
                         "Open MPI 5 launched with `" + launcher_command() + "`) or none")
+    p.add_argument("--replace-lost", dest="replace_lost", default=None,
+                   metavar="{none,spawn}",
+                   help="override: spawn (a new process replaces each lost machine before the "
+                        "next step; needs --fault-tolerance ulfm) or none")
     p.add_argument("--resume", action="store_true",
                    help="continue the job recorded in --out after its last completed step")
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",

@@ -52,6 +52,7 @@ class ElasticConfig(Record):
     straggler_factor: float | None = optional()
     workload: str | None = optional()
     fault_tolerance: str | None = optional()
+    replace_lost: str | None = optional()
     source: str | None = optional()
     run: RunContext | None = part(RunContext)
     first_step: int = 1
@@ -164,6 +165,11 @@ class ElasticStep(WithLinks, Record):
     lost: list[dict[str, Any]] = empty_list()
     """Machines found dead during this step (``fault_tolerance = "ulfm"``): each
     ``{"machine", "host", "step", "phase", "detected_unix"}`` (:class:`ElasticSummary`)."""
+    joined: list[dict[str, Any]] = empty_list()
+    """Machines that joined before this step (``replace_lost = "spawn"``): each
+    ``{"machine", "host", "step", "spawn_s", "block_bytes", "block_s"}``: the id of the lost
+    machine it replaces, where it runs, the spawn's seconds, its coded block's bytes and
+    the seconds from sending them to its READY."""
     stand_ins: list[int] = empty_list()
     """Machines the schedule preempts this step, planned because lost machines left fewer
     than ``L + S`` of its available ones alive."""
@@ -232,6 +238,8 @@ class ElasticSummary(Record):
     ``host``, ``step`` (the step the master was in: 0 is the setup), ``phase`` (the
     master's: ``setup``, ``step``, ``stop``) and ``detected_unix`` (when the master knew,
     Unix seconds: beside the kill's own time it is the detection latency)."""
+    joined: list[dict[str, Any]] = empty_list()
+    """Every machine that joined (:attr:`ElasticStep.joined`), in order."""
     ended_early: str | None = None
     """The job could not go on (too few machines left alive): why, as rank 0 said it; the
     steps before it are in the file, ``all_verified`` is false."""

@@ -55,6 +55,8 @@ class MachinePool:
         self.at: tuple[str, int] = ("setup", 0)  # the master's phase and step (for losses)
         self.lost: list[dict[str, Any]] = []  # ElasticSummary.lost, in order
         self.stand_ins: list[int] = []  # this step's (stand_in)
+        self.joined: list[dict[str, Any]] = []  # ElasticSummary.joined, in order
+        self.replaced: set[int] = set()  # lost machines a new process replaced
         self.suspects = Suspects(cfg.suspect_after)
         self.estimator = cfg.speeds.make_estimator(self.machines)
         self.observed = 0
@@ -95,6 +97,19 @@ class MachinePool:
                          for e in self.lost)
         return (f"{where}: {len(self.machines)} machines left {self.machines}, fewer than "
                 f"the L={self.cfg.L} a step needs: lost {gone}")
+
+    def unreplaced(self) -> list[int]:
+        """Lost machines no new process has replaced yet."""
+        return [e["machine"] for e in self.lost if e["machine"] not in self.machines]
+
+    def rejoin(self, n: int, entry: dict[str, Any]) -> None:
+        """A new process is machine ``n`` now (``entry``: :attr:`ElasticStep.joined`)."""
+        self.machines.append(n)
+        self.machines.sort()
+        self.joined.append(entry)
+
+    def joined_in(self, step: int) -> list[dict[str, Any]]:
+        return [e for e in self.joined if e["step"] == step]
 
     def lost_in(self, step: int) -> list[dict[str, Any]]:
         """The losses found during ``step``."""

@@ -121,18 +121,33 @@ class CodedSteps(Steps):
         hard = cl.hard()
         reqs = []
         for n in cl.machines:
-            reqs += P.isend(cl.comm, n, P.Kind.BLOCK, 0, coded[n - 1])
+            reqs += cl.links.isend(n, P.Kind.BLOCK, 0, coded[n - 1])
         shapes = [coded[0].shape]
         if len(self.prods) == 2:  # and of X^T, for the gradient X^T z
             coded_t = encode_matrix(fld, self.g, cfg.L, self.x.T)
             for n in cl.machines:
-                reqs += P.isend(cl.comm, n, P.Kind.BLOCK, 1, coded_t[n - 1])
+                reqs += cl.links.isend(n, P.Kind.BLOCK, 1, coded_t[n - 1])
             shapes.append(coded_t[0].shape)
         cl.links.handshake(cfg.timeout_s)
         wait_all(reqs, hard, "machines to receive their coded blocks")
         return DataSent(int(coded.nbytes), int(coded[0].nbytes),
                      f"{cfg.N} coded blocks of {cfg.rows_per_block}x{cfg.cols} {fld.name}",
                      elastic_setup_traffic(cl.machines, shapes, fld.dtype.itemsize))
+
+    def send_block(self, n: int) -> int:
+        """A machine spawned to replace the lost machine ``n`` gets its coded block(s)
+        (the same row of the MDS generator, encoded again); waits for its READY; the bytes
+        sent."""
+        cfg, cl, fld = self.cfg, self.cl, self.field
+        blocks = [encode_matrix(fld, self.g[n - 1: n], cfg.L, self.x)[0]]
+        if len(self.prods) == 2:
+            blocks.append(encode_matrix(fld, self.g[n - 1: n], cfg.L, self.x.T)[0])
+        reqs = []
+        for i, b in enumerate(blocks):
+            reqs += cl.links.isend(n, P.Kind.BLOCK, i, b)
+        cl.links.handshake(cfg.timeout_s, who=[n])
+        wait_all(reqs, cl.hard(), f"machine {n} to receive its coded block")
+        return sum(int(b.nbytes) for b in blocks)
 
     def replay(self, envs: list[list[int]]) -> None:
         for env in envs:  # (heterogeneous-tw lays out against each previous plan)
@@ -188,14 +203,14 @@ class CodedSteps(Steps):
                       time.perf_counter())
 
     def order(self, f: Flight, w: np.ndarray) -> None:
-        comm = self.cl.comm
+        links = self.cl.links
         f.tasks = task_tables(f.plan, self.cfg.S > 0)
         for n in f.plan.available:
-            f.reqs += P.isend(comm, n, P.Kind.TASK, f.vstep, f.tasks[n], aux=f.attempt)
-            f.reqs += P.isend(comm, n, P.Kind.VECTOR, f.vstep, w)
+            f.reqs += links.isend(n, P.Kind.TASK, f.vstep, f.tasks[n], aux=f.attempt)
+            f.reqs += links.isend(n, P.Kind.VECTOR, f.vstep, w)
         if f.attempt == 0:
             for n in f.idle:
-                f.reqs += P.isend(comm, n, P.Kind.IDLE, f.vstep)
+                f.reqs += links.isend(n, P.Kind.IDLE, f.vstep)
 
     def collect(self, f: Flight) -> list[int]:
         """Answers in until complete (``[]``) or the step deadline (who is missing)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.policy import POLICIES
 from mpi_coded.faults import Fault, check_steps
+from mpi_coded.runtime.cec.join import join_main, spawned
 from mpi_coded.runtime.cec.machine import machine_main
 from mpi_coded.runtime.cec.master import master_main
 from mpi_coded.runtime.cec.steps import steps_for
@@ -15,6 +16,9 @@ def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
         first: int = 1) -> int:
     check_steps(faults, len(cfg.available_sets()))  # bad input: before any MPI traffic
     steps = steps_for(POLICIES.lookup(cfg.policy))  # the policy's runtime phases
+    parent = spawned()
+    if parent is not None:  # a machine the master started to replace a lost one
+        return join_main(cfg, parent, steps.store, faults)
     return launch(cfg.world_size,
                   f"N+1 = {cfg.world_size} (a master and N={cfg.N} machines)",
                   cfg.wait,

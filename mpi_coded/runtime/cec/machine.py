@@ -53,9 +53,10 @@ ORDERS = {P.Kind.TASK, P.Kind.IDLE, P.Kind.STOP, P.Kind.CUT, P.Kind.MOVES}
 
 class Machine:
     def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...],
-                 store: type[MachineStore]) -> None:
+                 store: type[MachineStore], machine: int | None = None) -> None:
         self.cfg, self.comm, self.faults = cfg, comm, faults
-        self.rank = comm.Get_rank()
+        # the machine id: its rank, or (spawned later) the lost machine's it replaces
+        self.rank = comm.Get_rank() if machine is None else machine
         self.field = get_field(cfg.field)
         self.master = MasterLink(comm)
         self.schedule = cfg.available_sets()
@@ -273,5 +274,5 @@ class IdleClock:
 
 
 def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, store: type[MachineStore],
-                 faults: tuple[Fault, ...] = ()) -> None:
-    Machine(cfg, comm, faults, store).run(phase)
+                 faults: tuple[Fault, ...] = (), machine: int | None = None) -> None:
+    Machine(cfg, comm, faults, store, machine).run(phase)

@@ -45,6 +45,7 @@ from mpi_coded.results import (
 )
 from mpi_coded.runtime.cec.cluster import MachinePool, payload
 from mpi_coded.runtime.cec.collect import drain
+from mpi_coded.runtime.cec.join import spawn_machine
 from mpi_coded.runtime.cec.steps import Steps
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
@@ -74,6 +75,8 @@ class Table:
             note += f"  cut off {rec.cut_off}"
         if rec.lost:
             note += f"  lost {[e['machine'] for e in rec.lost]} (died)"
+        if rec.joined:
+            note += f"  joined {[e['machine'] for e in rec.joined]} (new)"
         if rec.stand_ins:
             note += f"  stand-ins {rec.stand_ins}"
         print(f"{rec.step:>4} {avail:<18} {rec.predicted_s:>8.4f} {rec.wall_s:>8.4f} "
@@ -120,6 +123,7 @@ class Master:
         summary = self.summary(steps, setup, first, check, *self.stop())
         writer.write(summary)
         writer.close()
+        self.cl.links.disconnect(self.cfg.timeout_s)  # machines spawned later may finalize
         return self.verdict(summary, check)
 
     def setup(self, first: int) -> tuple[np.ndarray, Steps, ElasticSetup]:
@@ -154,7 +158,9 @@ class Master:
         cl = self.cl
         cl.at = ("step", t)
         drain(cl.links, cl.machines, (self.first_vstep(t), 0), cl.on_late, cl.hard())
-        env = cl.stand_in(t, list(self.schedule[t - 1]))  # the lost ones replaced
+        if self.cfg.replace_lost == "spawn":
+            self.replace_lost(steps, t)
+        env = cl.stand_in(t, list(self.schedule[t - 1]))  # the lost ones stood in for
         avail = steps.begin(t, env)
         recs: list[ElasticStep] = []
 
@@ -170,6 +176,25 @@ class Master:
         rec = recs[0] if len(recs) == 1 else recs[0].with_transpose(recs[1], residual or 0.0)
         return dataclasses.replace(rec, eigenvalue=eigenvalue) if eigenvalue is not None \
             else rec
+
+    def replace_lost(self, steps: Steps, t: int) -> None:
+        """A new process for each lost machine, before step ``t`` (:mod:`mpi_coded.runtime.
+        cec.join`): spawned, told which machine it is, sent that machine's coded block."""
+        cl = self.cl
+        for n in cl.unreplaced():
+            new = spawn_machine(self.cfg.timeout_s)
+            cl.links.join(n, new.inter)
+            t0 = time.perf_counter()
+            deadline = cl.hard()
+            wait_all(cl.links.isend(n, P.Kind.JOIN, 0, aux=n), deadline, f"JOIN to machine {n}")
+            nbytes = steps.send_block(n)
+            block_s = time.perf_counter() - t0
+            host = cl.links.host[n]
+            cl.rejoin(n, {"machine": n, "host": host, "step": t, "spawn_s": new.spawn_s,
+                          "block_bytes": nbytes, "block_s": block_s})
+            print(f"step {t}: a new machine {n} ({host}) joined: spawned in "
+                  f"{new.spawn_s:.3f} s, its coded block ({nbytes} bytes) in {block_s:.3f} s",
+                  flush=True)
 
     def stop(self) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, dict[str, Any]]]]:
         """STOP to every machine; their idle statistics and rows per step."""
@@ -221,8 +246,8 @@ class Master:
                                            Fraction(0))),
             total_oracle_time_s=sum(r.oracle_time_s for r in done),
             total_true_time_s=sum(r.true_time_s for r in done), workload_check=check,
-            lost=list(self.cl.lost), machines_left=list(self.cl.machines) if self.cl.lost
-            else None)
+            lost=list(self.cl.lost), joined=list(self.cl.joined),
+            machines_left=list(self.cl.machines) if self.cl.lost else None)
 
     def verdict(self, summary: ElasticSummary, check: dict[str, Any] | None) -> int:
         """Print the end of the job; its exit status."""

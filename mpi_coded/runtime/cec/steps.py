@@ -57,6 +57,11 @@ class Steps:
     def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
         self.cl, self.cfg, self.field, self.x = cl, cl.cfg, cl.field, x
 
+    def send_block(self, n: int) -> int:
+        """A machine spawned to replace the lost machine ``n``: send what :meth:`setup` sent
+        ``n``, take its READY; the bytes sent."""
+        raise NotImplementedError(f"{type(self).__name__} cannot take in a new machine")
+
     def setup(self, env: list[int]) -> DataSent:
         """Send the machines their data, once, with the READY handshake (``env``: the first
         step's available machines)."""
@@ -92,7 +97,8 @@ class Steps:
             stragglers=cl.stragglers(t, env), speed_estimates=cl.speed_estimates(speeds),
             oracle_time_s=oracle_s, true_time_s=true_s,
             true_over_oracle=true_s / oracle_s if oracle_s > 0 else None,
-            workload=self.cfg.workload, lost=cl.lost_in(t), stand_ins=list(cl.stand_ins),
+            workload=self.cfg.workload, lost=cl.lost_in(t), joined=cl.joined_in(t),
+            stand_ins=list(cl.stand_ins),
             **own)
 
     def check(self, y: np.ndarray, x: np.ndarray, w: np.ndarray) -> Any:

@@ -90,12 +90,12 @@ class UncodedSteps(Steps):
         for n in sorted(layout):
             mine = [[m.src, m.dst, m.start, m.stop] for m in mv if n in (m.src, m.dst)]
             table = np.array([[-1, -1, *layout[n]], *mine], dtype=np.int64)
-            reqs += P.isend(cl.comm, n, P.Kind.MOVES, step, table)
+            reqs += cl.links.isend(n, P.Kind.MOVES, step, table)
         for n in idle:
-            reqs += P.isend(cl.comm, n, P.Kind.IDLE, step)
+            reqs += cl.links.isend(n, P.Kind.IDLE, step)
         for m in mv:
             if m.src == 0:
-                reqs += P.isend(cl.comm, m.dst, P.Kind.ROWS, step, self.x[m.start: m.stop],
+                reqs += cl.links.isend(m.dst, P.Kind.ROWS, step, self.x[m.start: m.stop],
                                 aux=m.start)
         cl.links.collect(sorted(layout), [P.Kind.MOVES], step, hard=cl.hard(),
                          what=f"step {step} moves")
@@ -129,8 +129,8 @@ class UncodedSteps(Steps):
             s.moved = self.cl.link_mark()
         for n, (a, b) in s.layout.items():
             table = np.array([[a, b]], np.int64)
-            s.reqs += P.isend(self.cl.comm, n, P.Kind.TASK, s.vstep, table)
-            s.reqs += P.isend(self.cl.comm, n, P.Kind.VECTOR, s.vstep, w if s.which == 0
+            s.reqs += self.cl.links.isend(n, P.Kind.TASK, s.vstep, table)
+            s.reqs += self.cl.links.isend(n, P.Kind.VECTOR, s.vstep, w if s.which == 0
                               else np.ascontiguousarray(w[a:b]))
 
     def collect(self, s: Split) -> dict[int, list[Msg]]:

@@ -23,9 +23,10 @@ Msg = tuple[wire.Header, np.ndarray | None]
 class Inbox:
     """One posted header receive from ``source``; reposted after each message."""
 
-    def __init__(self, comm: MPI.Comm, source: int) -> None:
+    def __init__(self, comm: MPI.Comm, source: int, name: int | None = None) -> None:
         self.comm = comm
         self.source = source
+        self.name = source if name is None else name  # the peer as headers name it
         self._req: MPI.Request | None = None
         self._buf: np.ndarray | None = None
 
@@ -40,8 +41,8 @@ class Inbox:
         assert self._buf is not None
         buf = self._buf
         self._req = self._buf = None
-        h = wire.parse_header(buf, self.source, expect, step)
-        return h, wire.recv_payload(self.comm, h, deadline)
+        h = wire.parse_header(buf, self.name, expect, step)
+        return h, wire.recv_payload(self.comm, h, deadline, self.source)
 
     def test(self, expect: Collection[wire.Kind], step: int | None, deadline: float
              ) -> Msg | None:

@@ -26,6 +26,7 @@ Workers that talk to each other (the coded job's shuffle) learn every rank's hos
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 
@@ -73,6 +74,32 @@ class Peers:
         self.dropped = 0
         self.lost: dict[int, float] = {}  # rank -> when it was found dead (Unix seconds)
         self.on_lost = on_lost
+        self.link: dict[int, tuple[MPI.Comm, int]] = {r: (comm, r) for r in self.ranks}
+        self.joined: dict[int, MPI.Intercomm] = {}  # peers spawned later, by name
+
+    def join(self, r: int, inter: MPI.Intercomm) -> None:
+        """Peer ``r`` is now the process at the other end of ``inter`` (spawned to replace
+        the lost ``r``): listened to, sent to and named ``r`` as before."""
+        self.joined[r] = inter
+        self.link[r] = (inter, 0)
+        self.inbox[r] = Inbox(inter, 0, name=r)
+        self.host[r] = "?"
+        self.lost.pop(r, None)
+
+    def isend(self, r: int, kind: wire.Kind, step: int, arr: np.ndarray | None = None,
+              aux: int = 0) -> list[MPI.Request]:
+        """Start sending one message to peer ``r`` (through its link)."""
+        comm, dest = self.link[r]
+        return wire.isend(comm, dest, kind, step, arr, aux)
+
+    def disconnect(self, timeout: float) -> None:
+        """Disconnect from the peers spawned later (so that they may finalize), each within
+        ``timeout`` (a peer that does not take part is left: this process ends anyway)."""
+        for inter in self.joined.values():
+            worker = threading.Thread(target=inter.Disconnect, daemon=True)
+            worker.start()
+            worker.join(timeout)
+        self.joined.clear()
 
     def alive(self, who: Iterable[int]) -> list[int]:
         """``who`` without the lost peers."""
@@ -82,7 +109,8 @@ class Peers:
         """Mark the peers MPI knows dead (and ``failed``, whose receive failed) lost; the
         newly lost ones."""
         now = time.time()
-        dead = (ulfm.failed_ranks(self.comm) | set(failed)) & set(self.ranks)
+        world = {r for r in ulfm.failed_ranks(self.comm) if r not in self.joined}
+        dead = (world | set(failed)) & set(self.ranks)
         new = sorted(r for r in dead if r not in self.lost)
         for r in new:
             self.lost[r] = now
@@ -100,7 +128,7 @@ class Peers:
         """Start sending the same message to each of ``who``."""
         reqs: list[MPI.Request] = []
         for r in self.alive(who):
-            reqs += wire.isend(self.comm, r, kind, step, arr, aux)
+            reqs += self.isend(r, kind, step, arr, aux)
         return reqs
 
     def order(self, who: Iterable[int], kind: wire.Kind, step: int, aux: int,
@@ -203,10 +231,10 @@ class Peers:
         self.pump(pending, handle, done, hard=hard, what=what, soft=soft)
         return got, pending()
 
-    def handshake(self, timeout: float) -> None:
-        """Take every peer's READY and remember its host name."""
-        got, _ = self.collect(self.ranks, [wire.Kind.READY], 0, hard=deadline_in(timeout),
-                              what="READY")
+    def handshake(self, timeout: float, who: Sequence[int] | None = None) -> None:
+        """Take every peer's READY (or ``who``'s) and remember its host name."""
+        got, _ = self.collect(self.ranks if who is None else who, [wire.Kind.READY], 0,
+                              hard=deadline_in(timeout), what="READY")
         for r, msgs in got.items():
             payload = msgs[0][1]
             self.host[r] = bytes(payload).decode(errors="replace") if payload is not None \

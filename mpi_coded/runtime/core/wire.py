@@ -47,6 +47,7 @@ class Kind(enum.IntEnum):
     ROWS = 12  # uncoded baseline, master/machine -> machine: rows of X from row ``aux`` on
     MOVES = 13  # uncoded baseline: master -> machine int64 (k, 4) [src, dst, start, stop]
     #   (first row [-1, -1, a, b]: its new rows); machine -> master: moves done (no payload)
+    JOIN = 14  # master -> a machine it spawned: you replace machine ``aux`` (no payload)
     # coded matrix-vector job (the BDC paper)
     PHASE = 20  # master -> server: start phase ``aux`` (mpi_coded.coded.phases)
     DONE = 21  # server -> master: phase ``aux`` finished, float64 statistics
@@ -155,11 +156,14 @@ def parse_header(buf: np.ndarray, source: int, expect: Collection[Kind],
     return Header(source, kind, int(buf[2]), dtype, shape, int(buf[7]))
 
 
-def recv_payload(comm: MPI.Comm, h: Header, deadline: float) -> np.ndarray | None:
-    """Receive the payload announced by header ``h``."""
+def recv_payload(comm: MPI.Comm, h: Header, deadline: float,
+                 source: int | None = None) -> np.ndarray | None:
+    """Receive the payload announced by header ``h`` (from ``source``, default the
+    header's: a peer known by another name, a machine spawned later, is ``source`` in its
+    own communicator)."""
     if h.dtype is None:
         return None
     out = np.empty(h.shape, dtype=h.dtype)
-    req = comm.Irecv(out, source=h.source, tag=TAG_PAYLOAD)
+    req = comm.Irecv(out, source=h.source if source is None else source, tag=TAG_PAYLOAD)
     wait_all([req], deadline, f"{h.kind.name} payload from rank {h.source}", active=True)
     return out

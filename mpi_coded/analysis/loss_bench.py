@@ -1,0 +1,119 @@
+"""What a machine's death costs the elastic job (``fault_tolerance = "ulfm"``): the joins
+of ``scripts/bench_ulfm.py``, pure.
+
+One *kill run* is an elastic job in which one machine is killed (``--fault kill:...``);
+its kill time is what the dying rank printed (``killed by fault injection ... at unix T``)
+and its results file says when the master knew (:attr:`ElasticSummary.lost`,
+``detected_unix``).  Per run (:func:`kill_run`):
+
+* ``detection_ms``: from the kill to the master knowing (both clocks the same machine's);
+* ``deadline_s``: the deadline of the step the death happened in, which without MPI's
+  failure report the master would have waited out before re-planning
+  (``deadline_factor * predicted + slack``, docs/elastic.md);
+* ``step_extra_s``: that step's wall time over its (re-planned) plan's prediction, the
+  death's cost to the step (detection, the cut, the orders again, the work redone);
+* ``verified``: every step verified and the run ended by itself (``hang``: it did not
+  within its timeout).
+
+:func:`report` adds them up: hangs (must be 0), the detection latency's median and
+maximum, the median cost per phase killed in.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mpi_coded.results import CONFIG, STEP, SUMMARY, kind_of
+
+KILLED = re.compile(r"rank (\d+) \(([^)]*)\) killed by fault injection in phase (\w+)"
+                    r"(?: (\d+))? at unix ([0-9.]+)")
+
+
+def kill_times(stderr: str) -> dict[int, float]:
+    """Rank -> the Unix time it was killed at, from the dying ranks' own lines."""
+    return {int(m.group(1)): float(m.group(5)) for m in KILLED.finditer(stderr)}
+
+
+@dataclass(frozen=True)
+class KillRun:
+    """One kill run, joined (module docstring)."""
+
+    fault: str
+    phase: str
+    machine: int
+    returncode: int | None
+    hang: bool
+    verified: bool
+    lost_step: int | None = None
+    detection_ms: float | None = None
+    deadline_s: float | None = None
+    step_wall_s: float | None = None
+    step_predicted_s: float | None = None
+    step_extra_s: float | None = None
+    wall_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def kill_run(fault: str, machine: int, returncode: int | None, stderr: str,
+             lines: Sequence[dict[str, Any]], wall_s: float | None = None) -> KillRun:
+    """Join one run's stderr and results (module docstring); ``returncode`` None: it hung
+    (killed at its timeout)."""
+    phase = fault.split(":")[2].split("@")[0]
+    hang = returncode is None
+    summaries = [r for r in lines if kind_of(r) == SUMMARY]
+    steps = {int(r["step"]): r for r in lines if kind_of(r) == STEP}
+    config = next((r for r in lines if kind_of(r) == CONFIG), {})
+    verified = (not hang and returncode == 0 and bool(summaries) and
+                bool(summaries[-1].get("all_verified")))
+    lost = [e for e in (summaries[-1].get("lost") or [] if summaries else [])
+            if e.get("machine") == machine]
+    killed = kill_times(stderr).get(machine)
+    if not lost:
+        return KillRun(fault, phase, machine, returncode, hang, False, wall_s=wall_s)
+    e = lost[0]
+    step = int(e["step"])
+    detection = None if killed is None or e.get("detected_unix") is None else \
+        1e3 * (float(e["detected_unix"]) - killed)
+    rec = steps.get(step)
+    deadline = wall = predicted = extra = None
+    if rec is not None:
+        wall, predicted = float(rec["wall_s"]), float(rec["predicted_s"])
+        extra = wall - predicted
+        deadline = float(config.get("deadline_factor", 2.0)) * float(
+            rec.get("predicted_planned_s") or predicted) + \
+            float(config.get("deadline_slack_s", 2.0))
+    return KillRun(fault, phase, machine, returncode, hang, verified, step, detection,
+                   deadline, wall, predicted, extra, wall_s)
+
+
+def _median(xs: Iterable[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None]
+    return statistics.median(vals) if vals else None
+
+
+def report(runs: Sequence[KillRun]) -> dict[str, Any]:
+    """The bench's numbers: runs, hangs, unverified runs, detection latency (ms: median,
+    max), the deadlines not waited out (median s), and per phase killed in the median cost
+    to its step (s) and latency (ms)."""
+    lat = [r.detection_ms for r in runs if r.detection_ms is not None]
+    phases = sorted({r.phase for r in runs})
+    return {
+        "runs": len(runs),
+        "hangs": sum(r.hang for r in runs),
+        "unverified": sum(not r.verified for r in runs),
+        "detection_ms_median": _median(lat),
+        "detection_ms_max": max(lat) if lat else None,
+        "deadline_s_median": _median(r.deadline_s for r in runs),
+        "by_phase": {p: {"runs": sum(r.phase == p for r in runs),
+                         "detection_ms_median": _median(r.detection_ms for r in runs
+                                                        if r.phase == p),
+                         "step_extra_s_median": _median(r.step_extra_s for r in runs
+                                                        if r.phase == p)}
+                     for p in phases},
+    }
