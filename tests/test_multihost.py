@@ -849,6 +849,37 @@ def test_killing_every_rank_of_a_host_ends_the_job_naming_it(four_hosts, work):
     print(f"killed ranks {victims} on {host['host']}: the job ended in {took:.1f} s, rc {rc}")
 
 
+@pytest.mark.mpi
+@pytest.mark.portable
+@pytest.mark.timeout(600)
+def test_cluster_kill_ends_a_whole_host_and_the_run_names_it(four_hosts, work):
+    """``cluster kill`` ends every process of a host, its launcher daemon included, as a
+    node crash does.  Neither MPI's launcher survives losing its daemon (hydra: "assert
+    (!closed) failed", Open MPI: "PRTE has lost communication with a remote daemon ... will
+    terminate the job"; docs/elastic.md): the run ends within seconds and ``cluster run``
+    names the host and the MPI ranks that were on it."""
+    c = four_hosts
+    config = _long_config(work / "hostkill.toml")
+    job = Background(c, config, work / "hostkill.jsonl", 300)
+    job.wait_for_step(3)
+    r = c.cli("kill", "3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    killed = r.stdout.splitlines()
+    assert killed[0] == f"{c.name}-node3: killed {len(killed) - 1} processes", r.stdout
+    assert sum(str(config) in line for line in killed) == 2  # ranks 4 and 5
+    assert any("hydra_pmi_proxy" in line or "prted" in line for line in killed), r.stdout
+    t0 = time.monotonic()
+    rc, text = job.finish(60)
+    assert time.monotonic() - t0 < 30.0, text
+    assert re.search(rf"mpi-coded cluster: host {c.name}-node3 was killed during the run "
+                     r"\(\d+ processes, MPI ranks 4, 5\)", text), text
+    assert processes_matching(str(config)) == []
+    pids = _netns_pids(c)[f"{c.name}-node3"]
+    assert pids == [], pids
+    bad = c.cli("kill", "9")
+    assert bad.returncode == 2 and "HOST: must be a host of the cluster" in bad.stderr
+
+
 def _cmdline(pid: str) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

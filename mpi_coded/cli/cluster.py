@@ -76,7 +76,24 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     ln.add_argument("host", help="host name or number")
     ln.add_argument("state", choices=("down", "up"))
     ln.set_defaults(func=_link)
+
+    k = sub.add_parser("kill", help="kill every process of a host at once (a node crash)")
+    common(k)
+    k.add_argument("host", help="host name or number")
+    k.set_defaults(func=_kill)
     return p
+
+
+def _kill(args: argparse.Namespace) -> int:
+    from mpi_coded.cluster import manage
+
+    try:
+        host, killed = manage.kill_host(args.name, args.dir, args.host)
+    except manage.ClusterError as exc:
+        return _fail(exc)
+    print(f"{host}: killed {len(killed)} processes" + "".join(
+        f"\n  {pid} {cmd[:120]}" for pid, cmd in killed))
+    return 0
 
 
 def _queue(size: int | None) -> str:

@@ -34,7 +34,7 @@ from mpi_coded.errors import require
 
 STATE_ROOT = Path("/run/mpi-coded")
 STATE_FILE = "cluster.json"
-OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh")
+OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh", "kills.jsonl")
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
 TOOLS = ("ip", "tc", "nsenter", "unshare")
 def run_tool(argv: list[str] | tuple[str, ...], stdin: str = "",
@@ -289,6 +289,73 @@ def set_link(name: str, directory: str | None, host: str, state: str) -> str:
     return h.name
 
 
+def kill_host(name: str, directory: str | None, host: str) -> tuple[str, list[tuple[int, str]]]:
+    """Every process of one host killed at once (SIGKILL), as a node crash ends them: its
+    MPI ranks, the launcher's daemon there (hydra's proxy, Open MPI's prted), a slurmd;
+    the host's name and the ``(pid, command line)`` of what was killed.  Its link stays up
+    (a dead node's port still answers nothing)."""
+    why = missing_privilege()
+    if why:
+        raise ClusterError(why)
+    c, d = load(name, directory)
+    h = c.host(host)
+    require(h is not None, "HOST", "must be a host of the cluster", host)
+    assert h is not None
+    r = run_tool(["ip", "netns", "pids", h.netns])
+    if r.returncode != 0:
+        raise ClusterError(f"{h.name}: ip netns pids failed: {r.stderr.strip()}")
+    killed = []
+    ranks = []
+    for pid in (int(p) for p in r.stdout.split() if p.isdigit()):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace").strip()
+            rank = mpi_rank_of(pid)
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, FileNotFoundError, PermissionError):
+            continue
+        killed.append((pid, cmd))
+        if rank is not None:
+            ranks.append(rank)
+    with (d / KILLS).open("a") as f:  # cluster run names it when its job ends
+        f.write(json.dumps({"host": h.name, "unix": time.time(), "ranks": sorted(ranks),
+                            "processes": len(killed)}) + "\n")
+    return h.name, killed
+
+
+KILLS = "kills.jsonl"
+"""The hosts ``cluster kill`` killed, one JSON line each (in the state directory)."""
+
+
+def mpi_rank_of(pid: int) -> int | None:
+    """The MPI rank a process runs as (its launcher's variable), if it is one."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for item in env:
+        key, _, value = item.partition(b"=")
+        if key in (b"PMI_RANK", b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK") and value.isdigit():
+            return int(value)
+    return None
+
+
+def kills_since(d: Path, since: float) -> list[dict[str, Any]]:
+    """The hosts killed (``cluster kill``) since Unix time ``since``."""
+    path = d / KILLS
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            k = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(k, dict) and float(k.get("unix", 0)) >= since:
+            out.append(k)
+    return out
+
+
 # --- running MPI across the hosts ---------------------------------------------------------
 
 def default_mpiexec() -> str:
@@ -344,6 +411,7 @@ def run(name: str, directory: str | None, command: list[str], timeout: float | N
     full = {**os.environ, **{k: v for k, v in env.items()
                              if k in ("MPI_CODED_NETWORK",) or k not in os.environ}}
     t0 = time.perf_counter()
+    started = time.time()
     proc = subprocess.Popen(argv, env=full, start_new_session=True)
     try:
         rc = proc.wait(timeout=timeout)
@@ -357,6 +425,13 @@ def run(name: str, directory: str | None, command: list[str], timeout: float | N
                   file=sys.stderr)
             return 124
         raise
+    ended = time.time()
+    for k in kills_since(d, started):  # a host killed meanwhile: one line naming it
+        ranks = ", ".join(map(str, k.get("ranks") or [])) or "none"
+        print(f"mpi-coded cluster: host {k['host']} was killed during the run "
+              f"({k.get('processes', '?')} processes, MPI ranks {ranks}) "
+              f"{k['unix'] - started:.2f} s after it started; the run ended "
+              f"{ended - k['unix']:.2f} s later, rc {rc}", file=sys.stderr)
     after = counters(c)
     moved = {h: {k: (after[h][k] or 0) - (before[h][k] or 0)
                  for k in ("sent_bytes", "received_bytes")} for h in after}

@@ -24,9 +24,9 @@ from mpi_coded.cec.suspects import Suspects
 from mpi_coded.faults import Fault
 from mpi_coded.fields import get_field
 from mpi_coded.results import LinkBytes, PhaseBytes
-from mpi_coded.runtime.core import linkstats, records
+from mpi_coded.runtime.core import linkstats, records, ulfm
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.guard import CannotGoOn
+from mpi_coded.runtime.core.guard import CannotGoOn, Terminated
 from mpi_coded.runtime.core.linkstats import Span
 from mpi_coded.runtime.core.peers import Peers
 from mpi_coded.runtime.core.wait import deadline_in
@@ -90,6 +90,18 @@ class MachinePool:
         warn(f"step {t}: machines {self.stand_ins} stand in for the lost "
              f"{[n for n in env if n not in self.machines]}")
         return sorted(alive + self.stand_ins)
+
+    def ended(self, exc: Exception) -> str:
+        """Why the job ended early, naming the machines found dead and their hosts (the
+        launcher's SIGTERM: after asking MPI which ranks it knows dead)."""
+        if not isinstance(exc, Terminated):
+            return str(exc)
+        if ulfm.enabled():
+            self.links.detect()
+        phase, step = self.at
+        gone = ", ".join(f"machine {e['machine']} ({e['host']})" for e in self.lost)
+        return (f"{phase} {step}: {exc}; " + (f"machines found dead: {gone}" if gone else
+                                               "no machine was found dead before it"))
 
     def too_few(self, where: str) -> str:
         """The one line of a job that lost too many machines to go on."""

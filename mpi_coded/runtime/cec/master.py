@@ -114,10 +114,11 @@ class Master:
                 writer.write(rec)
                 table.row(rec)
                 self.done.append(rec)
-        except CannotGoOn as exc:  # too few machines left: the summary says why, unverified
-            writer.write(self.summary(steps, setup, first, None, {}, {}, ended=str(exc)))
+        except CannotGoOn as exc:  # too few machines left, or the launcher ended the job:
+            why = self.cl.ended(exc)  # the summary says why, unverified
+            writer.write(self.summary(steps, setup, first, None, {}, {}, ended=why))
             writer.close()
-            raise
+            raise CannotGoOn(why) from None
         check = self.work.check(x, len(self.schedule))
         phase.set("stop")
         summary = self.summary(steps, setup, first, check, *self.stop())

@@ -34,6 +34,22 @@ class CannotGoOn(RuntimeError):
     traceback, and ends the job."""
 
 
+class Terminated(CannotGoOn):
+    """The launcher ended the job (SIGTERM): e.g. Open MPI's, which ends every job that
+    loses a host's daemon (docs/elastic.md, "Machines that die")."""
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM raises :class:`Terminated` in this (the main) thread, so that the job's
+    results get their last line before the process ends."""
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated("the launcher ended the job (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 class Phase:
     """The phase a rank is in, for error messages (``setup``, ``step``, ...)."""
 

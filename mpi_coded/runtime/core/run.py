@@ -19,7 +19,7 @@ from mpi4py import MPI
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import RunContext
 from mpi_coded.runtime.core import ulfm
-from mpi_coded.runtime.core.guard import Phase, guarded
+from mpi_coded.runtime.core.guard import Phase, guarded, stop_on_sigterm
 from mpi_coded.runtime.core.linkstats import described_network
 from mpi_coded.runtime.core.memory import retain_freed_memory
 from mpi_coded.runtime.core.wait import POLICY, configure
@@ -76,6 +76,7 @@ def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], 
 
     def body(phase: Phase) -> int:
         if comm.Get_rank() == 0:
+            stop_on_sigterm()  # the results get a last line saying why
             return master(comm, phase)
         worker(comm, phase)
         return 0
