@@ -880,6 +880,46 @@ def test_cluster_kill_ends_a_whole_host_and_the_run_names_it(four_hosts, work):
     assert bad.returncode == 2 and "HOST: must be a host of the cluster" in bad.stderr
 
 
+@pytest.mark.mpi
+@pytest.mark.portable
+@pytest.mark.timeout(600)
+def test_a_machine_killed_on_a_host_is_replaced_there_and_its_block_crosses_the_link(
+        four_hosts, work):
+    """``fault_tolerance = "ulfm"``, ``replace_lost = "spawn"`` across the hosts: machine 4
+    (on node3) is killed in step 3; a new process is spawned on node3 before step 4 and
+    gets machine 4's coded block from the master (node1) over the links: the bytes are in
+    the record and on the master's link counter; every step verifies.  Under MPICH: the
+    one-line refusal (its fault tolerance aborts at start)."""
+    from mpi_coded.fault_tolerance import LAUNCHER_FLAGS
+
+    c = four_hosts
+    out = work / "join.jsonl"
+    config = _long_config(work / "join.toml", steps=8)
+    extra = LAUNCHER_FLAGS if mpi_flavor() == "openmpi" else ()
+    r = c.mpirun(7, [sys.executable, "-m", "mpi_coded", "run", "cec", "--config",
+                     str(config), "--fault-tolerance", "ulfm", "--replace-lost", "spawn",
+                     "--fault", "kill:4:step@3", "--out", str(out)], 300, *extra)
+    if mpi_flavor() != "openmpi":
+        assert r.returncode == 2 and "MPIR_CVAR_ENABLE_FT=1" in r.stderr, r.stderr
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    _check(out)
+    lines = _lines(out)
+    summary = lines[-1]
+    assert summary["kind"] == "summary" and summary["all_verified"]
+    [joined] = summary["joined"]
+    assert (joined["machine"], joined["step"], joined["host"]) == (4, 4, f"{c.name}-node3")
+    assert joined["block_bytes"] == 420 * 200 * 8
+    # the block left the master's host over its link (plus headers and acknowledgements)
+    assert joined["block_bytes"] <= joined["master_link_sent_bytes"] \
+        <= 1.2 * joined["block_bytes"], joined
+    steps = [x for x in lines if x.get("kind") == "step"]
+    assert all(s["verified"] for s in steps) and all(4 in s["available"] for s in steps[3:])
+    print(f"machine 4 replaced on {joined['host']}: spawned in {joined['spawn_s']:.2f} s, "
+          f"its block of {joined['block_bytes']} B in {joined['block_s']:.3f} s, the "
+          f"master's link sent {joined['master_link_sent_bytes']} B meanwhile")
+
+
 def _cmdline(pid: str) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

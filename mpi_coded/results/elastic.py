@@ -167,9 +167,11 @@ class ElasticStep(WithLinks, Record):
     ``{"machine", "host", "step", "phase", "detected_unix"}`` (:class:`ElasticSummary`)."""
     joined: list[dict[str, Any]] = empty_list()
     """Machines that joined before this step (``replace_lost = "spawn"``): each
-    ``{"machine", "host", "step", "spawn_s", "block_bytes", "block_s"}``: the id of the lost
-    machine it replaces, where it runs, the spawn's seconds, its coded block's bytes and
-    the seconds from sending them to its READY."""
+    ``{"machine", "host", "step", "spawn_s", "block_bytes", "block_s",
+    "master_link_sent_bytes"}``: the id of the lost machine it replaces, where it runs, the
+    spawn's seconds, its coded block's bytes, the seconds from sending them to its READY,
+    and the bytes the master's host link sent meanwhile (None on one host, where the block
+    goes through shared memory)."""
     stand_ins: list[int] = empty_list()
     """Machines the schedule preempts this step, planned because lost machines left fewer
     than ``L + S`` of its available ones alive."""

@@ -110,6 +110,12 @@ class MachinePool:
         return (f"{where}: {len(self.machines)} machines left {self.machines}, fewer than "
                 f"the L={self.cfg.L} a step needs: lost {gone}")
 
+    def lost_host(self, n: int) -> str | None:
+        """Where the lost machine ``n`` ran (its replacement runs there: a free slot);
+        None when it died before it said."""
+        host = self.links.host.get(n, "?")
+        return None if host == "?" else host
+
     def unreplaced(self) -> list[int]:
         """Lost machines no new process has replaced yet."""
         return [e["machine"] for e in self.lost if e["machine"] not in self.machines]
@@ -186,8 +192,9 @@ class MachinePool:
         return span
 
     def host_of(self) -> dict[int, str]:
-        """Rank -> host: the master's and every machine's (from READY)."""
-        return {0: socket.gethostname(), **{n: self.links.host[n] for n in self.machines}}
+        """Rank -> host: the master's and every machine's (from READY; a lost machine's
+        last known host, a machine that joined later its own)."""
+        return {0: socket.gethostname(), **{n: self.links.host[n] for n in self.links.ranks}}
 
     def link_record(self, phases: Sequence[tuple[str, Mapping[int, Span]]],
                     plans: Mapping[str, Traffic | None]) -> LinkBytes | None:

@@ -66,10 +66,14 @@ class Spawned:
     spawn_s: float
 
 
-def spawn_machine(timeout: float) -> Spawned:
-    """Start one new process running this job's command line (module docstring)."""
+def spawn_machine(timeout: float, host: str | None = None) -> Spawned:
+    """Start one new process running this job's command line (module docstring), on
+    ``host`` when given (the launcher's choice otherwise)."""
     info = MPI.Info.Create()
     info.Set("wdir", os.getcwd())
+    if host:
+        info.Set("host", host)
+        info.Set("map_by", "slot:OVERSUBSCRIBE")  # the dead process's slot is not freed
     args = ["-m", "mpi_coded", *sys.argv[1:]]
     watchdog = bounded(timeout, "spawning a new machine (MPI_Comm_spawn)")
     t0 = time.perf_counter()

@@ -47,7 +47,7 @@ from mpi_coded.runtime.cec.cluster import MachinePool, payload
 from mpi_coded.runtime.cec.collect import drain
 from mpi_coded.runtime.cec.join import spawn_machine
 from mpi_coded.runtime.cec.steps import Steps
-from mpi_coded.runtime.core import records
+from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import CannotGoOn, Phase
 from mpi_coded.runtime.core.run import run_info
@@ -183,16 +183,21 @@ class Master:
         cec.join`): spawned, told which machine it is, sent that machine's coded block."""
         cl = self.cl
         for n in cl.unreplaced():
-            new = spawn_machine(self.cfg.timeout_s)
+            new = spawn_machine(self.cfg.timeout_s, cl.lost_host(n))
             cl.links.join(n, new.inter)
             t0 = time.perf_counter()
+            before = linkstats.read()
             deadline = cl.hard()
             wait_all(cl.links.isend(n, P.Kind.JOIN, 0, aux=n), deadline, f"JOIN to machine {n}")
             nbytes = steps.send_block(n)
             block_s = time.perf_counter() - t0
+            after = linkstats.read_sent()
             host = cl.links.host[n]
+            sent = after.minus(before) if after and before else None
+            measured = linkstats.measured(linkstats.described_network(), cl.host_of().values())
             cl.rejoin(n, {"machine": n, "host": host, "step": t, "spawn_s": new.spawn_s,
-                          "block_bytes": nbytes, "block_s": block_s})
+                          "block_bytes": nbytes, "block_s": block_s,
+                          "master_link_sent_bytes": sent[0] if sent and measured else None})
             print(f"step {t}: a new machine {n} ({host}) joined: spawned in "
                   f"{new.spawn_s:.3f} s, its coded block ({nbytes} bytes) in {block_s:.3f} s",
                   flush=True)
