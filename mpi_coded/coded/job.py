@@ -60,6 +60,7 @@ from mpi_coded.config_keys import (
     table_rows,
 )
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.fault_tolerance import MODES as FT_MODES
 from mpi_coded.wait_modes import WAIT_MODES
 
 if sys.version_info >= (3, 11):
@@ -154,6 +155,10 @@ class CodedJob:
     multicast: str = key("p2p", flag=True, rule=one_of(MULTICAST_MODES),
                          doc="how coded multicasts travel (`p2p`: one message per "
                              "receiver; `bcast`: `Ibcast` on a communicator per group)")
+    fault_tolerance: str = key("none", flag=True, rule=one_of(FT_MODES),
+                               doc="`ulfm`: a server that dies is lost, and the job goes on "
+                                   "while the servers left can run the scheme (Open MPI 5 "
+                                   "with ULFM; docs/coded.md); `none`: a death ends the job")
 
     @property
     def world_size(self) -> int:
@@ -186,6 +191,9 @@ class CodedJob:
                 require(s > 0, "speeds", f"speed of server {i} must be > 0", s)
         if self.multicast == "bcast":
             check_bcast(self.params)
+            require(self.fault_tolerance == "none", "fault_tolerance",
+                    "must be none with multicast = bcast (a group's communicator with a "
+                    "dead member fails every Ibcast on it)", self.fault_tolerance)
         if self.assignment:
             require(self.params.spec.takes_assignment, "assignment",
                     f"only scheme {', '.join(names(takes_assignment=True))} takes one",

@@ -84,6 +84,8 @@ from mpi_coded.results.elastic import (
     ElasticSetup,
     ElasticStep,
     ElasticSummary,
+    JoinedMachine,
+    LostMachine,
     Transpose,
 )
 from mpi_coded.results.frames import KINDS, frame, frame_rows
@@ -142,6 +144,7 @@ __all__ = [
     "LinkBytes", "PhaseBytes", "RunContext", "RunFailed", "WithLinks", "run_context",
     # elastic
     "ElasticConfig", "ElasticSetup", "ElasticStep", "ElasticSummary", "Transpose",
+    "JoinedMachine", "LostMachine",
     # coded
     "PHASE_KEYS", "CodedConfig", "CodedRecord", "CodedRun", "CodedServerMap", "CodedSummary",
     # writer

@@ -49,6 +49,7 @@ class CodedConfig(CodedRecord):
     """The ``.npy`` assignment matrix of a bdc job ("": the default heuristic)."""
     wait: str | None = optional()
     multicast: str | None = optional()
+    fault_tolerance: str | None = optional()
     m: int = 0
     r: int = 0
     batches: int = 0
@@ -156,6 +157,9 @@ class CodedRun(WithLinks, CodedRecord):
     """``bcast``: seconds each finisher spent creating them (inside its ``shuffle_s``)."""
     server_decode_s: dict[str, float] = empty_dict()
     unresponsive: list[int] = empty_list()
+    lost: list[int] = empty_list()
+    """Servers found dead during this repetition (``fault_tolerance = "ulfm"``): lost for
+    good, the repetition ran (and verified) without them."""
     """Servers whose map report did not come within the grace period."""
     hosts: dict[str, str] | None = optional()
     """Rank -> the host it ran on (from the READY handshake)."""
@@ -191,3 +195,5 @@ class CodedSummary(Record):
     reps: int
     all_verified: bool
     mean_total_s: float = 0.0
+    lost: list[int] = empty_list()
+    """Every server found dead (``fault_tolerance = "ulfm"``), in order."""

@@ -89,6 +89,43 @@ class ElasticSetup(WithLinks, Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class LostMachine:
+    """A machine found dead (``fault_tolerance = "ulfm"``; :attr:`ElasticStep.lost`)."""
+
+    machine: int
+    host: str
+    step: int
+    """The step the master was in (0: the setup)."""
+    phase: str
+    """The master's phase: ``setup``, ``step`` or ``stop``."""
+    detected_unix: float | None
+    """When the master knew (Unix seconds)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JoinedMachine:
+    """A process spawned to replace a lost machine (:attr:`ElasticStep.joined`)."""
+
+    machine: int
+    """The lost machine's id, which it takes."""
+    host: str
+    step: int
+    """The first step it is planned in."""
+    spawn_s: float
+    block_bytes: int
+    block_s: float
+    """From sending its block to its READY."""
+    master_link_sent_bytes: int | None
+    """What the master's host link sent meanwhile (None on one host)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Transpose(Part):
     """A linreg step's second product ``X^T z`` (the fields of its own step record)."""
 

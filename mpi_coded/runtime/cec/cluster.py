@@ -23,7 +23,7 @@ from mpi_coded.cec.scenario import stragglers_at, true_speeds
 from mpi_coded.cec.suspects import Suspects
 from mpi_coded.faults import Fault
 from mpi_coded.fields import get_field
-from mpi_coded.results import LinkBytes, PhaseBytes
+from mpi_coded.results import LinkBytes, LostMachine, PhaseBytes
 from mpi_coded.runtime.core import linkstats, records, ulfm
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import CannotGoOn, Terminated
@@ -69,8 +69,9 @@ class MachinePool:
         if n in self.machines:
             self.machines.remove(n)
         phase, step = self.at
-        self.lost.append({"machine": n, "host": self.links.host.get(n, "?"), "step": step,
-                          "phase": phase, "detected_unix": self.links.lost.get(n)})
+        self.lost.append(LostMachine(machine=n, host=self.links.host.get(n, "?"), step=step,
+                                     phase=phase,
+                                     detected_unix=self.links.lost.get(n)).to_dict())
         warn(f"{phase} {step}: machine {n} ({self.links.host.get(n, '?')}) died: lost; the "
              f"job goes on with {self.machines}")
 

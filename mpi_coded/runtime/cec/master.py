@@ -41,6 +41,7 @@ from mpi_coded.results import (
     ElasticSetup,
     ElasticStep,
     ElasticSummary,
+    JoinedMachine,
     ResultsWriter,
 )
 from mpi_coded.runtime.cec.cluster import MachinePool, payload
@@ -195,9 +196,10 @@ class Master:
             host = cl.links.host[n]
             sent = after.minus(before) if after and before else None
             measured = linkstats.measured(linkstats.described_network(), cl.host_of().values())
-            cl.rejoin(n, {"machine": n, "host": host, "step": t, "spawn_s": new.spawn_s,
-                          "block_bytes": nbytes, "block_s": block_s,
-                          "master_link_sent_bytes": sent[0] if sent and measured else None})
+            cl.rejoin(n, JoinedMachine(
+                machine=n, host=host, step=t, spawn_s=new.spawn_s, block_bytes=nbytes,
+                block_s=block_s,
+                master_link_sent_bytes=sent[0] if sent and measured else None).to_dict())
             print(f"step {t}: a new machine {n} ({host}) joined: spawned in "
                   f"{new.spawn_s:.3f} s, its coded block ({nbytes} bytes) in {block_s:.3f} s",
                   flush=True)

@@ -14,4 +14,5 @@ def run(job: CodedJob, out: str | None, faults: tuple[Fault, ...] = ()) -> int:
                   f"K+1 = {job.world_size} (a master and K={job.params.K} servers)",
                   job.wait,
                   lambda comm, phase: master_main(job, comm, phase, out),
-                  lambda comm, phase: server_main(job, comm, phase, faults))
+                  lambda comm, phase: server_main(job, comm, phase, faults),
+                  job.fault_tolerance)

@@ -61,6 +61,8 @@ class Repetition:
     outputs: dict[int, Msg] = field(default_factory=dict)
     reduce: Stats = field(default_factory=dict)
     unresponsive: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    """Servers found dead during this repetition."""
     link: list[Counters | None] = field(default_factory=list)
     """The master's link counters at each :attr:`t` (:mod:`~mpi_coded.runtime.core.linkstats`)."""
 
@@ -145,6 +147,7 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         server_groups_s=by_server(shs, "groups_s"),
         server_groups_created=by_server(shs, "groups_created", int),
         server_decode_s=by_server(r.reduce, "decode_s"), unresponsive=r.unresponsive,
+        lost=r.lost,
         hosts=hosts, link=link_part(job, field_name, r, plan, hosts))
 
 
@@ -220,6 +223,10 @@ def _names(mask: float) -> str:
     return algorithm_names(int(mask))
 
 
-def summary_line(reps: int, all_ok: bool, totals: list[float]) -> CodedSummary:
-    """The last line of a job (``totals``: every repetition's ``total_s``)."""
-    return CodedSummary(reps=reps, all_verified=all_ok, mean_total_s=float(np.mean(totals)))
+def summary_line(reps: int, all_ok: bool, totals: list[float],
+                 lost: list[int] | None = None) -> CodedSummary:
+    """The last line of a job (``totals``: every repetition's ``total_s``; ``lost``: the
+    servers found dead)."""
+    return CodedSummary(reps=reps, all_verified=all_ok,
+                        mean_total_s=float(np.mean(totals)) if totals else 0.0,
+                        lost=list(lost or []))

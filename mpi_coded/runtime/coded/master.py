@@ -44,7 +44,7 @@ from mpi_coded.runtime.coded.setup import (
 from mpi_coded.runtime.coded.transfer import SHUFFLE_MARGIN_S
 from mpi_coded.runtime.core import records
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.guard import Phase
+from mpi_coded.runtime.core.guard import CannotGoOn, Phase
 from mpi_coded.runtime.core.inbox import Msg
 from mpi_coded.runtime.core.memory import prefault
 from mpi_coded.runtime.core.peers import Peers, world_hosts
@@ -73,6 +73,7 @@ class CodedMaster:
         self.late_map = {s: -1 for s in self.servers}  # repetition whose MAP_DONE is to come
         self.all_ok = True
         self.totals: list[float] = []  # every repetition's total_s
+        self.lost: list[int] = []  # servers found dead, in order
 
     # ---------------------------------------------------------------- talking to servers
 
@@ -103,6 +104,21 @@ class CodedMaster:
 
     def order(self, who: list[int], kind: P.Kind, rep: int, aux: int) -> None:
         self.peers.order([rank_of(s) for s in who], kind, rep, aux, self.job.timeout_s)
+
+    def alive(self) -> list[int]:
+        """The servers not found dead (``fault_tolerance = "ulfm"``: a dead server is lost
+        for good, its stored rows with it)."""
+        return [s for s in self.servers if rank_of(s) not in self.peers.lost]
+
+    def dead(self, who: list[int]) -> list[int]:
+        return [s for s in who if rank_of(s) in self.peers.lost]
+
+    def gone(self, r: Repetition, who: list[int], where: str) -> None:
+        """Servers of ``who`` died in ``where``: the repetition cannot end (one line)."""
+        dead = self.dead(who)
+        if dead:
+            raise CannotGoOn(f"rep {r.rep}: {self.peers.name(rank_of(s) for s in dead)} "
+                             f"died in the {where}")
 
     # ---------------------------------------------------------------- the job
 
@@ -153,19 +169,20 @@ class CodedMaster:
         """Every server encodes its stored coded rows."""
         self.phase.set("encode", r.rep)
         r.mark()
-        self.order(self.servers, P.Kind.PHASE, r.rep, ENCODE)
-        enc = self.collect(self.servers, P.Kind.DONE, r.rep, "encode", aux=ENCODE)
+        alive = self.alive()
+        self.order(alive, P.Kind.PHASE, r.rep, ENCODE)
+        enc = self.collect(alive, P.Kind.DONE, r.rep, "encode", aux=ENCODE)
         seconds = r.mark()
-        r.encode = {s: stats_of(enc[s], ENCODE_STATS) for s in self.servers}
+        r.encode = {s: stats_of(enc[s], ENCODE_STATS) for s in alive if s in enc}
         progress(r.rep, "encode", seconds, f"encoder {lines.algorithms(r.encode, 'encoder')}")
 
     def map(self, r: Repetition) -> None:
         """Map until the map-end rule holds on the real finishing order; tell everyone."""
         self.phase.set("map", r.rep)
-        self.order(self.servers, P.Kind.PHASE, r.rep, MAP)
+        self.order(self.alive(), P.Kind.PHASE, r.rep, MAP)
         try:
             got, _ = self.peers.collect(
-                [rank_of(s) for s in self.servers], [P.Kind.MAP_DONE], r.rep,
+                [rank_of(s) for s in self.alive()], [P.Kind.MAP_DONE], r.rep,
                 hard=deadline_in(self.job.timeout_s), what="map", stale=self._stale,
                 until=lambda done: map_phase_done(self.setup.placement, [x - 1 for x in done]))
         except DeadlineExceeded as exc:
@@ -173,6 +190,10 @@ class CodedMaster:
                                    f"{self.job.timeout_s} s") from None
         r.map = {x - 1: stats_of(msgs[0], MAP_STATS) for x, msgs in got.items()}
         r.finished = list(r.map)
+        if not map_phase_done(self.setup.placement, r.finished):  # the dead left too few
+            raise CannotGoOn(
+                f"rep {r.rep}: {self.peers.name(rank_of(s) for s in self.dead(self.servers))}"
+                f" died; the {len(r.finished)} servers left cannot end the map")
         end = map_end(self.setup.placement, r.finished)
         seconds = r.mark()
         progress(r.rep, "map", seconds, f"Q={','.join(map(str, end.Q))}"
@@ -193,6 +214,7 @@ class CodedMaster:
         finishers = list(r.end.finishers)
         sh = self.collect(finishers, P.Kind.DONE, r.rep, "shuffle", aux=SHUFFLE,
                           margin=SHUFFLE_MARGIN_S)
+        self.gone(r, finishers, "shuffle")
         progress(r.rep, "shuffle", r.mark(), "")
         r.shuffle = {s: stats_of(sh[s], SHUFFLE_STATS) for s in finishers}
 
@@ -202,15 +224,17 @@ class CodedMaster:
         reducers = list(r.end.Q)
         self.order(reducers, P.Kind.PHASE, r.rep, REDUCE)
         r.outputs = self.collect(reducers, P.Kind.OUTPUT, r.rep, "decoded outputs")
+        self.gone(r, reducers, "reduce")
         seconds = r.mark()
         red = self.collect(reducers, P.Kind.DONE, r.rep, "reduce", aux=REDUCE)
+        self.gone(r, reducers, "reduce")
         r.reduce = {s: stats_of(red[s], REDUCE_STATS) for s in reducers}
         progress(r.rep, "reduce", seconds, f"decoder {lines.algorithms(r.reduce, 'decoder')}")
 
     def late_maps(self, r: Repetition) -> None:
         """Servers told to stop report their map at their next chunk; a stalled one is not
         waited for beyond a grace period (its report is dropped when it comes)."""
-        late = [s for s in self.servers if s not in r.map]
+        late = [s for s in self.alive() if s not in r.map]
         grace = min(self.job.timeout_s, 1.0 + 2 * r.seconds(1))
         for s, msg in self.soft_collect(late, P.Kind.MAP_DONE, r.rep, grace).items():
             r.map[s] = stats_of(msg, MAP_STATS)
@@ -234,6 +258,11 @@ class CodedMaster:
     def record(self, r: Repetition) -> None:
         """The late map reports, verification, the repetition's line and table row."""
         self.late_maps(r)
+        r.lost = [s for s in self.dead(self.servers) if s not in self.lost]
+        self.lost += r.lost
+        for s in r.lost:
+            print(f"mpi-coded: warning: rep {r.rep}: {self.peers.name([rank_of(s)])} died: "
+                  "lost, the job goes on without it", file=sys.stderr, flush=True)
         plan = shuffle_plan(self.setup.placement, r.end)
         ok, err = self.verify(r)
         self.all_ok = self.all_ok and ok
@@ -252,12 +281,13 @@ class CodedMaster:
         """STOP to every server, the summary line, BYE from every server."""
         job = self.job
         self.phase.set("stop")
-        self.order(self.servers, P.Kind.STOP, job.reps, 0)
-        self.writer.write(lines.summary_line(job.reps, self.all_ok, self.totals))
+        alive = self.alive()
+        self.order(alive, P.Kind.STOP, job.reps, 0)
+        self.writer.write(lines.summary_line(job.reps, self.all_ok, self.totals, self.lost))
         self.writer.close()
-        bye = self.soft_collect(self.servers, P.Kind.BYE, job.reps, job.timeout_s)
-        if len(bye) < len(self.servers):
-            missing = (rank_of(s) for s in self.servers if s not in bye)
+        bye = self.soft_collect(alive, P.Kind.BYE, job.reps, job.timeout_s)
+        if len(bye) < len(self.alive()):
+            missing = (rank_of(s) for s in self.alive() if s not in bye)
             raise DeadlineExceeded(f"{self.peers.name(missing)} did not stop within "
                                    f"{job.timeout_s} s (results are complete)")
         if not self.all_ok:

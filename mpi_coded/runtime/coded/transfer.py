@@ -72,7 +72,9 @@ from mpi_coded.coded import exchange
 from mpi_coded.coded.placement import rank_of
 from mpi_coded.coded.replay import ServerData
 from mpi_coded.coded.shuffle import ShufflePlan
+from mpi_coded.runtime.core import ulfm
 from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.wait import DeadlineExceeded, poll_until
 
 SHUFFLE_MARGIN_S = 2.0
@@ -293,9 +295,17 @@ class ShuffleTransfer:
         return bool(MPI.Request.Testall(self._sends))
 
     def finish(self, deadline: float) -> None:
-        """Wait for every message in and out; a timeout names the silent senders."""
+        """Wait for every message in and out; a timeout names the silent senders, a peer's
+        death (``fault_tolerance = "ulfm"``) names the dead."""
         try:
             poll_until(self._progress, deadline, "shuffle messages", active=True)
+        except MPI.Exception as exc:
+            dead = {r - 1 for r in ulfm.failed_ranks(self.comm) if r > 0} \
+                if ulfm.is_failure(exc, in_status=True) else set()
+            if not dead:
+                raise
+            raise CannotGoOn(f"{self.name(dead)} died in the shuffle, whose messages this "
+                             "server needs") from None
         except DeadlineExceeded:
             for m in self._incoming:
                 for r in m.reqs:

@@ -61,17 +61,21 @@ def enable(mode: str) -> bool:
 def finalize_hangs(environ: Mapping[str, str]) -> bool:
     """Open MPI was launched with ULFM's detector in its own thread: ``MPI_Finalize`` would
     not return (:mod:`mpi_coded.fault_tolerance`), whatever the job's ``fault_tolerance``."""
-    return all(on(environ.get(v)) for v in (*REQUIRED_ENV, "OMPI_MCA_mpi_ft_detector_thread"))
+    return all(on(environ.get(v)) for v in (*REQUIRED_ENV, "OMPI_MCA_mpi_ft_detector",
+                                            "OMPI_MCA_mpi_ft_detector_thread"))
 
 
 def enabled() -> bool:
     return STATE.enabled
 
 
-def is_failure(exc: BaseException) -> bool:
-    """``exc`` reports a dead peer (and failure reporting is on)."""
+def is_failure(exc: BaseException, in_status: bool = False) -> bool:
+    """``exc`` reports a dead peer (and failure reporting is on); ``in_status``: also
+    ``MPI_ERR_IN_STATUS``, the class of a ``Testall`` over requests one of which failed
+    (the caller then asks :func:`failed_ranks` who)."""
+    classes = FAILURE_CLASSES | ({MPI.ERR_IN_STATUS} if in_status else set())
     return STATE.enabled and isinstance(exc, MPI.Exception) and \
-        exc.Get_error_class() in FAILURE_CLASSES
+        exc.Get_error_class() in classes
 
 
 def test(req: MPI.Request) -> bool | None:
