@@ -57,6 +57,28 @@ def test_the_config_key_and_who_may_use_it():
         CECConfig(fault_tolerance="ulfm", replace_lost="always").validate()
 
 
+def test_deaths_and_joins_are_checked_pairs_of_a_step_and_a_machine():
+    from mpi_coded.cec.config import from_mapping
+
+    ok = from_mapping({"fault_tolerance": "ulfm", "deaths": [[2, 4]], "joins": [[3, 4]]})
+    assert ok.validate().to_dict()["deaths"] == ((2, 4),)
+    assert [(f.kind, f.rank, f.phase, f.step) for f in ok.death_faults()] == [
+        ("kill", 4, "step", 2), ("kill", 4, "idle", 2)]
+    assert "deaths" not in from_mapping({}).to_dict()  # older results still compare
+    bad = [({"deaths": [[2, 4]]}, 'deaths: needs fault_tolerance = "ulfm"'),
+           ({"fault_tolerance": "ulfm", "deaths": [[2, 9]]},
+            "deaths: must be [step, machine] pairs, step in 1..4, machine in 1..N=6"),
+           ({"fault_tolerance": "ulfm", "deaths": [[5, 1]]}, "step in 1..4"),
+           ({"fault_tolerance": "ulfm", "deaths": [[2, 4], [3, 4]]},
+            "deaths: machine 4 can die once"),
+           ({"fault_tolerance": "ulfm", "deaths": [[2, 4]], "joins": [[2, 4]]},
+            "joins: machine 4 joins after it died (at step 2)")]
+    for mapping, message in bad:
+        with pytest.raises(ConfigError) as exc:
+            from_mapping(mapping).validate()
+        assert message in str(exc.value), (mapping, str(exc.value))
+
+
 def test_machines_may_be_killed_while_idle_and_while_answering():
     assert parse_fault("kill:3:idle@2", "cec", 7).phase == "idle"
     assert parse_fault("kill:3:answer", "cec", 7).phase == "answer"
@@ -215,3 +237,46 @@ def test_a_coded_finisher_killed_in_the_shuffle_ends_the_job_naming_it(tmp_path)
     assert re.search(r"mpi-coded: error: rank \d \(.*\) in phase shuffle 0: server 2 = rank 3 "
                      r"\(.*\) died in the shuffle", r.stderr), r.stderr
     assert left_behind(str(out)) == []
+
+
+SPOT_MARKET = """job = "cec"
+N = 6
+L = 3
+speeds = [1, 1, 1.5, 1.5, 2, 2]
+rows = 1260
+cols = 200
+t_row = 0.002
+fault_tolerance = "ulfm"
+deaths = [[2, 4], [3, 1]]
+joins = [[4, 4]]
+
+[availability]
+kind = "schedule"
+schedule = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 5, 6], [1, 2, 3, 5], [2, 3, 4, 5], [1, 2, 3, 4, 5, 6]]
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_a_spot_market_replayed_preempted_dead_and_joined_side_by_side(tmp_path):
+    """One config: machine 4 preempted at step 2 and killed while idle, machine 1 killed
+    computing at step 3, machine 4 back as a new process at step 4; every step verifies."""
+    config = tmp_path / "spot.toml"
+    config.write_text(SPOT_MARKET)
+    extra = list(ft.LAUNCHER_FLAGS) if mpi_flavor() == "openmpi" else []
+    out = tmp_path / "spot.jsonl"
+    r = run_cmd([*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "cec",
+                 "--config", str(config), "--out", str(out)], 180, launcher_env())
+    if refused_under_mpich(r):
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = list(read_results(out))
+    steps = {ln["step"]: ln for ln in lines if kind_of(ln) == STEP}
+    summary = [ln for ln in lines if kind_of(ln) == SUMMARY][-1]
+    assert summary["all_verified"] and len(steps) == 5
+    assert [(e["machine"], e["step"]) for e in summary["lost"]] == [(4, 2), (1, 3)]
+    assert 4 not in steps[2]["available"] and [e["machine"] for e in steps[2]["lost"]] == [4]
+    assert [e["machine"] for e in steps[3]["lost"]] == [1] and 1 not in steps[3]["available"]
+    assert [j["machine"] for j in steps[4]["joined"]] == [4] and 4 in steps[4]["available"]
+    assert 1 not in steps[5]["available"] and 4 in steps[5]["available"]
+    assert "killed by fault injection in phase idle 2" in r.stderr

@@ -43,6 +43,7 @@ from mpi_coded.cec.plan import POLICIES
 from mpi_coded.cec.workloads import validate_workload
 from mpi_coded.config_keys import (
     STR,
+    Sets,
     check_unused,
     key,
     key_names,
@@ -55,6 +56,7 @@ from mpi_coded.config_keys import (
 )
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.fault_tolerance import MODES as FT_MODES
+from mpi_coded.faults import Fault
 from mpi_coded.fields import FIELD_NAMES
 from mpi_coded.wait_modes import check_wait
 
@@ -132,6 +134,14 @@ class CECConfig:
                                 "the next step (`MPI_Comm_spawn`; it gets the lost "
                                 "machine's coded block over the network); needs "
                                 "`fault_tolerance = \"ulfm\"`")
+    deaths: Sets = key((), omit_default=True,
+                       doc="`[[step, machine], ...]`: the machine's process is killed "
+                           "(SIGKILL) as it starts that step, computing or idle; needs "
+                           "`fault_tolerance = \"ulfm\"`; TOML only")
+    joins: Sets = key((), omit_default=True,
+                      doc="`[[step, machine], ...]`: a new process replaces the lost "
+                          "machine before that step (as `replace_lost = \"spawn\"` does "
+                          "at once); needs `fault_tolerance = \"ulfm\"`; TOML only")
     source: str = dc_field(default="defaults", compare=False)
 
     @property
@@ -166,6 +176,7 @@ class CECConfig:
         POLICIES[self.policy].check_config(self)
         validate_workload(self.workload, self.field, self.rows, self.cols)
         self.availability.check(self.N, self.L)
+        self._check_events()
         if self.data:
             self._check_data()
         return self
@@ -200,6 +211,29 @@ class CECConfig:
                 'spawn needs fault_tolerance = "ulfm" (without it no machine is lost: a '
                 "death ends the job)", self.replace_lost)
 
+    def _check_events(self) -> None:
+        """``deaths`` and ``joins``: pairs ``[step, machine]`` of this job's steps and
+        machines, under ``ulfm``; a machine dies once, joins after it died."""
+        died: dict[int, int] = {}
+        for name, pairs in (("deaths", self.deaths), ("joins", self.joins)):
+            if not pairs:
+                continue
+            require(self.fault_tolerance == "ulfm", name, 'needs fault_tolerance = "ulfm"',
+                    list(map(list, pairs)))
+            for pair in pairs:
+                steps = len(self.available_sets())
+                require(len(pair) == 2 and 1 <= pair[1] <= self.N and 1 <= pair[0] <= steps,
+                        name, f"must be [step, machine] pairs, step in 1..{steps}, machine in "
+                              f"1..N={self.N}", list(pair))
+                step, n = pair
+                if name == "deaths":
+                    require(n not in died, name, f"machine {n} can die once", list(pair))
+                    died[n] = step
+                else:
+                    require(step > died.get(n, 0), name,
+                            f"machine {n} joins after it died (at step {died.get(n)})",
+                            list(pair))
+
     def _check_stragglers(self) -> None:
         require(self.S >= 0, "S", "stragglers tolerated must be >= 0", self.S)
         require(self.L + self.S <= self.N, "S", f"L + S must be <= N={self.N} (L={self.L})",
@@ -222,6 +256,12 @@ class CECConfig:
     def with_overrides(self, **kw: Any) -> CECConfig:
         kw = {k: v for k, v in kw.items() if v is not None}
         return dataclasses.replace(self, **kw).validate() if kw else self
+
+    def death_faults(self) -> tuple[Fault, ...]:
+        """``deaths`` as kill faults: the machine dies as it starts its step, computing
+        (``step``) or idle (``idle``), whichever it is told."""
+        return tuple(Fault("kill", n, phase, step) for step, n in self.deaths
+                     for phase in ("step", "idle"))
 
     def available_sets(self) -> list[tuple[int, ...]]:
         """The available set of every step (1-based machine ids, sorted)."""

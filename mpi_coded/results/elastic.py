@@ -53,6 +53,8 @@ class ElasticConfig(Record):
     workload: str | None = optional()
     fault_tolerance: str | None = optional()
     replace_lost: str | None = optional()
+    deaths: list[list[int]] | None = optional()
+    joins: list[list[int]] | None = optional()
     source: str | None = optional()
     run: RunContext | None = part(RunContext)
     first_step: int = 1

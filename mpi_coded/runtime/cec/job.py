@@ -14,6 +14,7 @@ from mpi_coded.runtime.core.run import launch
 
 def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
         first: int = 1) -> int:
+    faults = (*faults, *cfg.death_faults())  # the config's deaths are kills too
     check_steps(faults, len(cfg.available_sets()))  # bad input: before any MPI traffic
     steps = steps_for(POLICIES.lookup(cfg.policy))  # the policy's runtime phases
     parent = spawned()

@@ -44,7 +44,7 @@ from mpi_coded.results import (
     JoinedMachine,
     ResultsWriter,
 )
-from mpi_coded.runtime.cec.cluster import MachinePool, payload
+from mpi_coded.runtime.cec.cluster import MachinePool, payload, warn
 from mpi_coded.runtime.cec.collect import drain
 from mpi_coded.runtime.cec.join import spawn_machine
 from mpi_coded.runtime.cec.steps import Steps
@@ -160,8 +160,7 @@ class Master:
         cl = self.cl
         cl.at = ("step", t)
         drain(cl.links, cl.machines, (self.first_vstep(t), 0), cl.on_late, cl.hard())
-        if self.cfg.replace_lost == "spawn":
-            self.replace_lost(steps, t)
+        self.replace_lost(steps, t)
         env = cl.stand_in(t, list(self.schedule[t - 1]))  # the lost ones stood in for
         avail = steps.begin(t, env)
         recs: list[ElasticStep] = []
@@ -182,8 +181,13 @@ class Master:
     def replace_lost(self, steps: Steps, t: int) -> None:
         """A new process for each lost machine, before step ``t`` (:mod:`mpi_coded.runtime.
         cec.join`): spawned, told which machine it is, sent that machine's coded block."""
-        cl = self.cl
-        for n in cl.unreplaced():
+        cl, cfg = self.cl, self.cfg
+        due = cl.unreplaced() if cfg.replace_lost == "spawn" else \
+            [n for s, n in cfg.joins if s == t]
+        for n in due:
+            if n not in cl.unreplaced():
+                warn(f"step {t}: machine {n} is to join (joins) but is not lost; left as it is")
+                continue
             new = spawn_machine(self.cfg.timeout_s, cl.lost_host(n))
             cl.links.join(n, new.inter)
             t0 = time.perf_counter()
