@@ -32,7 +32,7 @@ MODES = ("none", "ulfm")
 LAUNCHER_FLAGS = ("--with-ft", "ulfm")
 """What Open MPI's ``mpiexec`` needs for ``fault_tolerance = "ulfm"``: ULFM on.  A killed
 process is reported by its host's daemon, which sees it exit, to every rank within tens of
-milliseconds (12-73 ms measured, docs/elastic.md).  Open MPI's heartbeat failure detector
+milliseconds (median 15 ms, at most 53 ms over 20 kills, docs/elastic.md).  Open MPI's heartbeat failure detector
 (``--mca mpi_ft_detector true``, off by default) is not wanted: it runs only inside MPI
 calls, so a rank that computes (or compiles its field's kernels) for longer than its
 timeout without calling MPI is declared dead while alive and aborts itself ("I have been

@@ -1,8 +1,8 @@
 """Benchmark: machines that die (``fault_tolerance = "ulfm"``), many times over.
 
 Runs the elastic job ``--runs`` times (default 20) under Open MPI with ULFM, each time
-killing one machine (SIGKILL, by fault injection) in turn in setup, while idle, while
-computing and while sending its answer, and reports (:mod:`mpi_coded.analysis.loss_bench`):
+killing one machine (SIGKILL, by fault injection) in turn (:data:`FAULTS`) in setup,
+while idle, while computing (twice: steps 2 and 3) and while sending its answer, and reports (:mod:`mpi_coded.analysis.loss_bench`):
 hangs (a run that did not end by itself within ``--timeout``: must be 0), runs that did not
 verify every step, the detection latency from the kill to the master knowing (ms), the
 step deadline the master no longer waits out, and what the death cost the step it happened

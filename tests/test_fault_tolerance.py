@@ -7,6 +7,7 @@ one-line refusal that names MPICH's failure."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -115,7 +116,10 @@ def kill_time(stderr: str, rank: int) -> float:
 
 
 def refused_under_mpich(r) -> bool:
-    """Under MPICH: the one-line refusal naming MPICH's failure, exit 2."""
+    """Under MPICH: the one-line refusal naming MPICH's failure, exit 2.  CI's Open MPI run
+    sets ``MPI_CODED_EXPECT_MPI=openmpi``: there the real runs must happen."""
+    expected = os.environ.get("MPI_CODED_EXPECT_MPI")
+    assert expected in (None, "", mpi_flavor()), f"expected {expected}, got {mpi_flavor()}"
     if mpi_flavor() == "openmpi":
         return False
     assert r.returncode == 2, r.stderr
@@ -153,9 +157,11 @@ def test_a_killed_machine_is_lost_and_the_job_goes_on(tmp_path, when, fault, ran
     assert later and all(rank not in s["available"] for s in later)
     if step:
         assert [e["machine"] for e in steps[step - 1]["lost"]] == [rank]
+    # on one host no step has link bytes, though a machine lost before READY has no host
+    assert all(s.get("link_bytes") is None for s in steps)
     assert f"lost machine {rank}" in r.stdout
     assert "Traceback" not in r.stderr
-    assert processes_matching(str(out)) == []  # every rank ended, none waits for the dead
+    assert left_behind(str(out)) == []  # every rank ended, none waits for the dead
 
 
 @pytest.mark.mpi
@@ -195,7 +201,7 @@ def test_a_new_machine_joins_gets_its_block_and_its_first_step_verifies(tmp_path
     assert steps[3]["rows"]["2"] > 0
     assert summary["machines_left"] == [1, 2, 3, 4, 5, 6]
     assert "a new machine 2" in r.stdout and "joined" in r.stdout
-    assert processes_matching(str(out)) == []
+    assert left_behind(str(out)) == []
 
 
 def run_coded_ft(tmp_path, *args: str, timeout: float = 180.0):
@@ -222,7 +228,7 @@ def test_a_coded_server_killed_in_the_map_is_a_straggler_and_every_rep_verifies(
     assert summary["lost"] == [2] and runs[1]["lost"] == [2] and runs[0]["lost"] == []
     assert all(2 not in x["Q"] and 2 not in x["finishing_order"] for x in runs[1:])
     assert "server 2 = rank 3" in r.stderr and "lost, the job goes on" in r.stderr
-    assert processes_matching(str(out)) == []
+    assert left_behind(str(out)) == []
 
 
 @pytest.mark.mpi

@@ -126,8 +126,8 @@ class CECConfig:
                          "against numpy at the end")
     fault_tolerance: str = key("none", omit_default=True, rule=one_of(FT_MODES),
                                doc="`ulfm`: a machine that dies is lost and the job goes on "
-                                   "without it (Open MPI 5 launched with ULFM and its failure "
-                                   "detector; docs/elastic.md, \"Machines that die and join\"); "
+                                   "without it (Open MPI 5 launched with `mpiexec --with-ft "
+                                   "ulfm`; docs/elastic.md, \"Machines that die and join\"); "
                                    "`none`: a dead machine ends the job")
     replace_lost: str = key("none", omit_default=True, rule=one_of(("none", "spawn")),
                             doc="`spawn`: a new process replaces each lost machine before "
@@ -214,6 +214,9 @@ class CECConfig:
     def _check_events(self) -> None:
         """``deaths`` and ``joins``: pairs ``[step, machine]`` of this job's steps and
         machines, under ``ulfm``; a machine dies once, joins after it died."""
+        require(not (self.joins and self.replace_lost == "spawn"), "joins",
+                'must be empty with replace_lost = "spawn" (which replaces every lost '
+                "machine at once)", list(map(list, self.joins)))
         died: dict[int, int] = {}
         for name, pairs in (("deaths", self.deaths), ("joins", self.joins)):
             if not pairs:

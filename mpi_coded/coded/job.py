@@ -158,7 +158,8 @@ class CodedJob:
     fault_tolerance: str = key("none", flag=True, rule=one_of(FT_MODES),
                                doc="`ulfm`: a server that dies is lost, and the job goes on "
                                    "while the servers left can run the scheme (Open MPI 5 "
-                                   "with ULFM; docs/coded.md); `none`: a death ends the job")
+                                   "launched with `mpiexec --with-ft ulfm`; docs/coded.md); "
+                                   "`none`: a death ends the job")
 
     @property
     def world_size(self) -> int:

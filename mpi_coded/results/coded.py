@@ -157,10 +157,10 @@ class CodedRun(WithLinks, CodedRecord):
     """``bcast``: seconds each finisher spent creating them (inside its ``shuffle_s``)."""
     server_decode_s: dict[str, float] = empty_dict()
     unresponsive: list[int] = empty_list()
+    """Servers whose map report did not come within the grace period."""
     lost: list[int] = empty_list()
     """Servers found dead during this repetition (``fault_tolerance = "ulfm"``): lost for
     good, the repetition ran (and verified) without them."""
-    """Servers whose map report did not come within the grace period."""
     hosts: dict[str, str] | None = optional()
     """Rank -> the host it ran on (from the READY handshake)."""
     link: LinkBytes | None = part(LinkBytes)

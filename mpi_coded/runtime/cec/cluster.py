@@ -56,7 +56,6 @@ class MachinePool:
         self.lost: list[dict[str, Any]] = []  # ElasticSummary.lost, in order
         self.stand_ins: list[int] = []  # this step's (stand_in)
         self.joined: list[dict[str, Any]] = []  # ElasticSummary.joined, in order
-        self.replaced: set[int] = set()  # lost machines a new process replaced
         self.suspects = Suspects(cfg.suspect_after)
         self.estimator = cfg.speeds.make_estimator(self.machines)
         self.observed = 0
@@ -205,7 +204,8 @@ class MachinePool:
         plan's bytes (``plans[phase]``, the network model's messages; None: not
         modelled); None on one host without a described network (linkstats.measured)."""
         host_of = self.host_of()
-        if not linkstats.measured(linkstats.described_network(), host_of.values()):
+        known = [h for h in host_of.values() if h != "?"]  # a machine lost before READY
+        if not linkstats.measured(linkstats.described_network(), known):
             return None
         by_host = [(name, _group(spans, host_of)) for name, spans in phases]
         link = linkstats.host_phases(by_host, host_of.values(), self.book)

@@ -168,6 +168,8 @@ class Master:
         def product(which: int, v: np.ndarray) -> np.ndarray:
             on = avail if which == 0 else [n for n in recs[0].available
                                            if n not in recs[0].late and n in cl.machines]
+            if len(on) < self.cfg.L:  # machines died between the step's two products
+                raise CannotGoOn(cl.too_few(f"step {t}"))
             rec, y = steps.product(t, which, v, on)
             recs.append(rec)
             return y
@@ -188,7 +190,11 @@ class Master:
             if n not in cl.unreplaced():
                 warn(f"step {t}: machine {n} is to join (joins) but is not lost; left as it is")
                 continue
-            new = spawn_machine(self.cfg.timeout_s, cl.lost_host(n))
+            try:
+                new = spawn_machine(self.cfg.timeout_s, cl.lost_host(n))
+            except MPI.Exception as exc:  # the launcher could not start it: still lost
+                warn(f"step {t}: spawning a new machine {n} failed ({exc}); it stays lost")
+                continue
             cl.links.join(n, new.inter)
             t0 = time.perf_counter()
             before = linkstats.read()
@@ -196,10 +202,14 @@ class Master:
             wait_all(cl.links.isend(n, P.Kind.JOIN, 0, aux=n), deadline, f"JOIN to machine {n}")
             nbytes = steps.send_block(n)
             block_s = time.perf_counter() - t0
+            if n in cl.links.lost:  # the new process died in its join
+                warn(f"step {t}: the new machine {n} died before it was ready; it stays lost")
+                continue
             after = linkstats.read_sent()
             host = cl.links.host[n]
             sent = after.minus(before) if after and before else None
-            measured = linkstats.measured(linkstats.described_network(), cl.host_of().values())
+            measured = linkstats.measured(linkstats.described_network(),
+                                          [h for h in cl.host_of().values() if h != "?"])
             cl.rejoin(n, JoinedMachine(
                 machine=n, host=host, step=t, spawn_s=new.spawn_s, block_bytes=nbytes,
                 block_s=block_s,

@@ -95,7 +95,9 @@ class Peers:
     def disconnect(self, timeout: float) -> None:
         """Disconnect from the peers spawned later (so that they may finalize), each within
         ``timeout`` (a peer that does not take part is left: this process ends anyway)."""
-        for inter in self.joined.values():
+        for r, inter in self.joined.items():
+            if r in self.lost:  # a disconnect waits for the dead: leave it
+                continue
             worker = threading.Thread(target=inter.Disconnect, daemon=True)
             worker.start()
             worker.join(timeout)
@@ -148,9 +150,16 @@ class Peers:
             ready = MPI.Request.Testsome(reqs) or []
             return [self.inbox[who[i]].take(_ANY, None, hard) for i in ready]
         done = [(r, ulfm.test(q)) for r, q in zip(who, reqs)]
-        if any(ok is None for _, ok in done):
-            self.detect(r for r, ok in done if ok is None)
-        return [self.inbox[r].take(_ANY, None, hard) for r, ok in done if ok]
+        failed = [r for r, ok in done if ok is None]
+        msgs = []
+        for r in (r for r, ok in done if ok):
+            try:
+                msgs.append(self.inbox[r].take(_ANY, None, hard))
+            except ulfm.PeerLost:  # died mid-message: its partial payload is dropped
+                failed.append(r)
+        if failed:
+            self.detect(failed)
+        return msgs
 
     def pump(self, who: Callable[[], Sequence[int]], handle: Callable[[Msg], None],
              done: Callable[[], bool], *, hard: float, what: str,

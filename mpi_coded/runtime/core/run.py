@@ -64,9 +64,11 @@ def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], 
 
     Under ``fault_tolerance = "ulfm"`` every rank ends its own process when its part is
     done, its output flushed (the master's results are written and closed by then):
-    Open MPI's ``MPI_Finalize`` with the failure detector's thread does not return
-    (:mod:`mpi_coded.fault_tolerance`), and a job that lost a machine must not wait for it
-    at the end."""
+    Open MPI's ``MPI_Finalize`` after a peer died crashed (in ``ompi_comm_shrink_internal``;
+    with the failure detector's thread it never returned, whatever the job's setting,
+    :func:`mpi_coded.runtime.core.ulfm.finalize_hangs`), and a job that lost a machine must
+    not wait for it at the end.
+    """
     comm = MPI.COMM_WORLD
     check_world(comm, size, rule)
     ulfm.check(fault_tolerance)

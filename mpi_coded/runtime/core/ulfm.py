@@ -33,6 +33,14 @@ FAILURE_CLASSES = frozenset({MPI.ERR_PROC_FAILED, MPI.ERR_PROC_FAILED_PENDING,
 """The error classes that mean "a peer died" (not a bug to end the job for)."""
 
 
+class PeerLost(RuntimeError):
+    """A peer died while its message was arriving (its payload is not whole)."""
+
+    def __init__(self, rank: int) -> None:
+        super().__init__(f"rank {rank} died while its message was arriving")
+        self.rank = rank
+
+
 class State:
     enabled = False
 

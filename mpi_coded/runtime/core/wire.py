@@ -22,7 +22,7 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.runtime.core import ulfm
-from mpi_coded.runtime.core.wait import wait_all
+from mpi_coded.runtime.core.wait import poll_until, wait_all
 
 MAGIC = 0x4D5043  # "MPC"
 HEADER_WORDS = 8
@@ -165,5 +165,16 @@ def recv_payload(comm: MPI.Comm, h: Header, deadline: float,
         return None
     out = np.empty(h.shape, dtype=h.dtype)
     req = comm.Irecv(out, source=h.source if source is None else source, tag=TAG_PAYLOAD)
+    if ulfm.enabled():  # a peer dying mid-payload leaves it partial: never taken as data
+        state: list[bool | None] = [False]
+
+        def done() -> bool:
+            state[0] = ulfm.test(req)
+            return state[0] is not False
+
+        poll_until(done, deadline, f"{h.kind.name} payload from rank {h.source}", active=True)
+        if state[0] is None:
+            raise ulfm.PeerLost(h.source)
+        return out
     wait_all([req], deadline, f"{h.kind.name} payload from rank {h.source}", active=True)
     return out
