@@ -30,16 +30,17 @@ MODES = ("none", "ulfm")
 """The values of ``fault_tolerance``."""
 
 LAUNCHER_FLAGS = ("--with-ft", "ulfm")
-"""What Open MPI's ``mpiexec`` needs for ``fault_tolerance = "ulfm"``: ULFM on.  A killed
+"""What Open MPI's ``mpiexec`` needs for ``fault_tolerance = "ulfm"``: ULFM on. A killed
 process is reported by its host's daemon, which sees it exit, to every rank within tens of
-milliseconds (median 15 ms, at most 53 ms over 20 kills, docs/elastic.md).  Open MPI's heartbeat failure detector
-(``--mca mpi_ft_detector true``, off by default) is not wanted: it runs only inside MPI
-calls, so a rank that computes (or compiles its field's kernels) for longer than its
-timeout without calling MPI is declared dead while alive and aborts itself ("I have been
-reported dead by someone else"), as one of our coded jobs did with a 10 s timeout on a
-loaded machine; with the detector's own thread (``mpi_ft_detector_thread``) 3 of 20
-seven-rank starts crashed in ``MPI_Init`` and ``MPI_Finalize`` never returned.  A process
-that hangs without dying is the job's deadlines' business, as without fault tolerance."""
+milliseconds (median 15 ms, at most 53 ms over 20 kills, docs/elastic.md). Open MPI's
+heartbeat failure detector (``--mca mpi_ft_detector true``, off by default) is not wanted:
+it runs only inside MPI calls, so a rank that computes (or compiles its field's kernels)
+for longer than its timeout without calling MPI is declared dead while alive and aborts
+itself ("I have been reported dead by someone else"), as one of our coded jobs did with a
+10 s timeout on a loaded machine; with the detector's own thread
+(``mpi_ft_detector_thread``) 3 of 20 seven-rank starts crashed in ``MPI_Init`` and
+``MPI_Finalize`` never returned. A process that hangs without dying is the job's deadlines'
+business, as without fault tolerance."""
 
 REQUIRED_ENV = {"OMPI_MCA_mpi_ft_enable": "--with-ft ulfm"}
 """The variables Open MPI's launcher sets in every rank for those flags, and the flag."""

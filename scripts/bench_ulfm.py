@@ -1,14 +1,14 @@
 """Benchmark: machines that die (``fault_tolerance = "ulfm"``), many times over.
 
 Runs the elastic job ``--runs`` times (default 20) under Open MPI with ULFM, each time
-killing one machine (SIGKILL, by fault injection) in turn (:data:`FAULTS`) in setup,
-while idle, while computing (twice: steps 2 and 3) and while sending its answer, and reports (:mod:`mpi_coded.analysis.loss_bench`):
-hangs (a run that did not end by itself within ``--timeout``: must be 0), runs that did not
-verify every step, the detection latency from the kill to the master knowing (ms), the
-step deadline the master no longer waits out, and what the death cost the step it happened
-in, and what the join of the new process that replaces it costs (the spawn, its coded
-block).  Each run's line is appended to ``--out`` as it ends; the last line printed is the
-report as one JSON object.
+killing one machine (SIGKILL, by fault injection) in turn (:data:`FAULTS`) in setup, while
+idle, while computing (twice: steps 2 and 3) and while sending its answer, and reports
+(:mod:`mpi_coded.analysis.loss_bench`): hangs (a run that did not end by itself within
+``--timeout``: must be 0), runs that did not verify every step, the detection latency from
+the kill to the master knowing (ms), the step deadline the master no longer waits out, and
+what the death cost the step it happened in, and what the join of the new process that
+replaces it costs (the spawn, its coded block). Each run's line is appended to ``--out`` as
+it ends; the last line printed is the report as one JSON object.
 
     .venv-ompi/bin/python scripts/bench_ulfm.py --runs 20 --out results/bench_ulfm.jsonl
 """

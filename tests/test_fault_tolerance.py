@@ -286,3 +286,41 @@ def test_a_spot_market_replayed_preempted_dead_and_joined_side_by_side(tmp_path)
     assert [j["machine"] for j in steps[4]["joined"]] == [4] and 4 in steps[4]["available"]
     assert 1 not in steps[5]["available"] and 4 in steps[5]["available"]
     assert "killed by fault injection in phase idle 2" in r.stderr
+
+
+STRAGGLERS_S1 = """job = "cec"
+N = 6
+L = 3
+S = 1
+speeds = [1, 1, 1.5, 1.5, 2, 2]
+rows = 1260
+cols = 200
+t_row = 0.002
+fault_tolerance = "ulfm"
+deaths = [[2, 2]]
+
+[availability]
+kind = "schedule"
+schedule = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6]]
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_with_stragglers_tolerated_a_death_costs_no_replan(tmp_path):
+    """S = 1: every row set is on L + 1 machines, so the step a machine dies in still ends
+    from the others' first L answers: not re-planned, verified."""
+    config = tmp_path / "s1.toml"
+    config.write_text(STRAGGLERS_S1)
+    extra = list(ft.LAUNCHER_FLAGS) if mpi_flavor() == "openmpi" else []
+    out = tmp_path / "s1.jsonl"
+    r = run_cmd([*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "cec",
+                 "--config", str(config), "--out", str(out)], 180, launcher_env())
+    if refused_under_mpich(r):
+        return
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = {ln["step"]: ln for ln in read_results(out) if kind_of(ln) == STEP}
+    assert all(s["verified"] for s in steps.values())
+    assert [e["machine"] for e in steps[2]["lost"]] == [2]
+    assert not steps[2]["replanned"] and steps[2]["attempts"] == 1
+    assert 2 not in steps[3]["available"]

@@ -15,7 +15,7 @@ and META.  ``S > 0``: when every non-empty row set has answers (PART) from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -79,6 +79,20 @@ class Attempt:
                 out |= {n for n in ms if n not in self.parts.get(f, {})}
         return sorted(out)
 
+    def owing(self, lost: Collection[int]) -> list[int]:
+        """The machines the attempt waits for (:meth:`missing`); with ``S > 0`` a dead
+        machine only while one of its row sets can no longer reach ``L`` answers without
+        it (otherwise the others finish the set, and the attempt goes on)."""
+        missing = self.missing()
+        if not self.per_set or not any(n in lost for n in missing):
+            return missing
+        for f, ms in self.set_machines.items():
+            got = self.parts.get(f, {})
+            alive = sum(1 for n in ms if n not in got and n not in lost)
+            if len(got) < self.plan.L and len(got) + alive < self.plan.L:
+                return missing
+        return [n for n in missing if n not in lost]
+
     def take(self, h: P.Header, payload: np.ndarray | None, name: Callable[[int], str]) -> None:
         n = h.source
         if n not in self.owed:
@@ -121,7 +135,7 @@ def collect(links: Peers, machines: Sequence[int], att: Attempt, *, soft: float,
             att.take(h, payload, lambda n: links.name([n]))
 
     links.pump(lambda: machines, handle, att.complete, hard=hard, soft=soft,
-               what=f"step {att.step} results", owed=att.missing)
+               what=f"step {att.step} results", owed=lambda: att.owing(links.lost))
     return [] if att.complete() else att.missing()
 
 
