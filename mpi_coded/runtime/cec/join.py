@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from mpi4py import MPI
 
@@ -78,7 +79,7 @@ def spawn_machine(timeout: float, host: str | None = None) -> Spawned:
     watchdog = bounded(timeout, "spawning a new machine (MPI_Comm_spawn)")
     t0 = time.perf_counter()
     try:
-        inter = MPI.COMM_SELF.Spawn(sys.executable, args=args, maxprocs=1, info=info)
+        inter = MPI.COMM_SELF.Spawn(Path(sys.executable), args=args, maxprocs=1, info=info)
     finally:
         watchdog.cancel()
         info.Free()
