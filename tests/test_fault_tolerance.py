@@ -99,6 +99,17 @@ def run_ft(tmp_path, *args: str, timeout: float = 120.0):
     return run_cmd(cmd, timeout, launcher_env()), out
 
 
+def run_ft_config(tmp_path, toml: str, timeout: float = 180.0):
+    """The elastic job of the config ``toml`` (its own fault-tolerance keys) under the
+    launcher flags ulfm needs."""
+    config = tmp_path / "job.toml"
+    config.write_text(toml)
+    extra = list(ft.LAUNCHER_FLAGS) if mpi_flavor() == "openmpi" else []
+    out = tmp_path / "job.jsonl"
+    return run_cmd([*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "cec",
+                    "--config", str(config), "--out", str(out)], timeout, launcher_env()), out
+
+
 def left_behind(text: str, seconds: float = 15.0) -> list[str]:
     """The processes whose command line holds ``text`` still alive after ``seconds`` (an
     aborted job's ranks may outlive its launcher by a moment)."""
@@ -267,12 +278,7 @@ schedule = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 5, 6], [1, 2, 3, 5], [2, 3, 4, 5], [1,
 def test_a_spot_market_replayed_preempted_dead_and_joined_side_by_side(tmp_path):
     """One config: machine 4 preempted at step 2 and killed while idle, machine 1 killed
     computing at step 3, machine 4 back as a new process at step 4; every step verifies."""
-    config = tmp_path / "spot.toml"
-    config.write_text(SPOT_MARKET)
-    extra = list(ft.LAUNCHER_FLAGS) if mpi_flavor() == "openmpi" else []
-    out = tmp_path / "spot.jsonl"
-    r = run_cmd([*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "cec",
-                 "--config", str(config), "--out", str(out)], 180, launcher_env())
+    r, out = run_ft_config(tmp_path, SPOT_MARKET)
     if refused_under_mpich(r):
         return
     assert r.returncode == 0, r.stdout + r.stderr
@@ -310,12 +316,7 @@ schedule = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6]]
 def test_with_stragglers_tolerated_a_death_costs_no_replan(tmp_path):
     """S = 1: every row set is on L + 1 machines, so the step a machine dies in still ends
     from the others' first L answers: not re-planned, verified."""
-    config = tmp_path / "s1.toml"
-    config.write_text(STRAGGLERS_S1)
-    extra = list(ft.LAUNCHER_FLAGS) if mpi_flavor() == "openmpi" else []
-    out = tmp_path / "s1.jsonl"
-    r = run_cmd([*mpiexec_cmd(7, *extra), sys.executable, "-m", "mpi_coded", "run", "cec",
-                 "--config", str(config), "--out", str(out)], 180, launcher_env())
+    r, out = run_ft_config(tmp_path, STRAGGLERS_S1)
     if refused_under_mpich(r):
         return
     assert r.returncode == 0, r.stdout + r.stderr

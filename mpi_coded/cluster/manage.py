@@ -26,6 +26,7 @@ from mpi_coded.cluster import netns
 from mpi_coded.cluster.netns import (  # find_tool, tool_path: re-exported
     ClusterError,
     EmulatedCluster,
+    Host,
     Step,
     find_tool,
     tool_path,
@@ -206,16 +207,25 @@ def kill_processes_in(c: EmulatedCluster) -> list[int]:
     pids: list[int] = []
     present = existing_netns()
     for h in c.hosts:
-        if h.netns not in present:
-            continue
-        r = run_tool(["ip", "netns", "pids", h.netns])
-        pids += [int(p) for p in r.stdout.split() if p.isdigit()]
+        if h.netns in present:
+            try:
+                pids += pids_in(h.netns)
+            except ClusterError:  # tearing down: take what can be taken
+                continue
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     return pids
+
+
+def pids_in(netns: str) -> list[int]:
+    """The processes running in a network namespace (``ip netns pids``)."""
+    r = run_tool(["ip", "netns", "pids", netns])
+    if r.returncode != 0:
+        raise ClusterError(f"{netns}: ip netns pids failed: {r.stderr.strip()}")
+    return [int(p) for p in r.stdout.split() if p.isdigit()]
 
 
 def teardown(c: EmulatedCluster, d: Path) -> float:
@@ -276,15 +286,22 @@ def status(name: str, directory: str | None) -> dict[str, Any]:
             "slurm": slurm.describe(d), "hosts": hosts}
 
 
-def set_link(name: str, directory: str | None, host: str, state: str) -> str:
-    """Take a host's link down or up (its bridge port: both directions)."""
+def privileged_host(name: str, directory: str | None, host: str) -> tuple[Host, Path]:
+    """A host of the cluster (by name or number) and its state directory, once the
+    privilege to change it is checked."""
     why = missing_privilege()
     if why:
         raise ClusterError(why)
-    c, _ = load(name, directory)
+    c, d = load(name, directory)
     h = c.host(host)
     require(h is not None, "HOST", "must be a host of the cluster", host)
     assert h is not None
+    return h, d
+
+
+def set_link(name: str, directory: str | None, host: str, state: str) -> str:
+    """Take a host's link down or up (its bridge port: both directions)."""
+    h, _ = privileged_host(name, directory, host)
     run_step(Step(("ip", "link", "set", h.port, state)))
     return h.name
 
@@ -294,19 +311,10 @@ def kill_host(name: str, directory: str | None, host: str) -> tuple[str, list[tu
     MPI ranks, the launcher's daemon there (hydra's proxy, Open MPI's prted), a slurmd;
     the host's name and the ``(pid, command line)`` of what was killed.  Its link stays up
     (a dead node's port still answers nothing)."""
-    why = missing_privilege()
-    if why:
-        raise ClusterError(why)
-    c, d = load(name, directory)
-    h = c.host(host)
-    require(h is not None, "HOST", "must be a host of the cluster", host)
-    assert h is not None
-    r = run_tool(["ip", "netns", "pids", h.netns])
-    if r.returncode != 0:
-        raise ClusterError(f"{h.name}: ip netns pids failed: {r.stderr.strip()}")
+    h, d = privileged_host(name, directory, host)
     killed = []
     ranks = []
-    for pid in (int(p) for p in r.stdout.split() if p.isdigit()):
+    for pid in pids_in(h.netns):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
                 errors="replace").strip()

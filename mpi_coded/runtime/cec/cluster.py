@@ -196,6 +196,12 @@ class MachinePool:
         last known host, a machine that joined later its own)."""
         return {0: socket.gethostname(), **{n: self.links.host[n] for n in self.links.ranks}}
 
+    def links_measured(self) -> bool:
+        """Whether link bytes mean anything for this job (:func:`linkstats.measured`; a
+        machine lost before its READY has no host and is left out)."""
+        known = [h for h in self.host_of().values() if h != "?"]
+        return linkstats.measured(linkstats.described_network(), known)
+
     def link_record(self, phases: Sequence[tuple[str, Mapping[int, Span]]],
                     plans: Mapping[str, Traffic | None]) -> LinkBytes | None:
         """``link_bytes`` of ``phases`` (in order: each phase's spans of the ranks that took
@@ -204,8 +210,7 @@ class MachinePool:
         plan's bytes (``plans[phase]``, the network model's messages; None: not
         modelled); None on one host without a described network (linkstats.measured)."""
         host_of = self.host_of()
-        known = [h for h in host_of.values() if h != "?"]  # a machine lost before READY
-        if not linkstats.measured(linkstats.described_network(), known):
+        if not self.links_measured():
             return None
         by_host = [(name, _group(spans, host_of)) for name, spans in phases]
         link = linkstats.host_phases(by_host, host_of.values(), self.book)

@@ -208,12 +208,11 @@ class Master:
             after = linkstats.read_sent()
             host = cl.links.host[n]
             sent = after.minus(before) if after and before else None
-            measured = linkstats.measured(linkstats.described_network(),
-                                          [h for h in cl.host_of().values() if h != "?"])
             cl.rejoin(n, JoinedMachine(
                 machine=n, host=host, step=t, spawn_s=new.spawn_s, block_bytes=nbytes,
                 block_s=block_s,
-                master_link_sent_bytes=sent[0] if sent and measured else None).to_dict())
+                master_link_sent_bytes=sent[0] if sent and cl.links_measured() else None
+            ).to_dict())
             print(f"step {t}: a new machine {n} ({host}) joined: spawned in "
                   f"{new.spawn_s:.3f} s, its coded block ({nbytes} bytes) in {block_s:.3f} s",
                   flush=True)

@@ -98,12 +98,13 @@ def test(req: MPI.Request) -> bool | None:
 
 def failed_ranks(comm: MPI.Comm) -> set[int]:
     """The ranks of ``comm`` MPI knows dead, acknowledged."""
-    group = comm.Get_failed()
+    group, world = comm.Get_failed(), comm.Get_group()
     try:
         n = group.Get_size()
-        ranks = MPI.Group.Translate_ranks(group, list(range(n)), comm.Get_group()) if n else []
+        ranks = MPI.Group.Translate_ranks(group, list(range(n)), world) if n else []
     finally:
         group.Free()
+        world.Free()
     if ranks:
         comm.Ack_failed()
     return {int(r) for r in ranks if r != MPI.UNDEFINED}
