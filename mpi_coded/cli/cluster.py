@@ -92,7 +92,7 @@ def _kill(args: argparse.Namespace) -> int:
     except manage.ClusterError as exc:
         return _fail(exc)
     print(f"{host}: killed {len(killed)} processes" + "".join(
-        f"\n  {pid} {cmd[:120]}" for pid, cmd in killed))
+        f"\n  {pid} {cmd}" for pid, cmd in killed))
     return 0
 
 
