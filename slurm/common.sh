@@ -8,6 +8,8 @@
 #   SRUN_MPI           the srun --mpi plugin (default: pmi2)
 #   MPIEXEC            the mpiexec to use with LAUNCHER=mpiexec
 #                      (default: the one next to MPI_CODED_PYTHON, else the one on PATH)
+#   MPIEXEC_ARGS       more mpiexec flags, split on spaces, e.g. "--with-ft ulfm" for
+#                      Open MPI's fault tolerance (docs/elastic.md)
 #   RESULTS_DIR        where the JSON lines go (default: $ROOT/results/slurm)
 #   NTASKS             MPI ranks (default: $SLURM_NTASKS, which sbatch --ntasks sets)
 
@@ -47,8 +49,10 @@ launch() {
                 exe=$(dirname "$PY")/mpiexec
                 [ -x "$exe" ] || exe=$(command -v mpiexec) || die "no mpiexec: set MPIEXEC"
             fi
-            echo "+ $exe -n $NTASKS $PY -m mpi_coded $*"
-            "$exe" -n "$NTASKS" "$PY" -m mpi_coded "$@"
+            local flags=()
+            read -r -a flags <<< "${MPIEXEC_ARGS:-}"
+            echo "+ $exe ${flags[*]} -n $NTASKS $PY -m mpi_coded $*" | tr -s ' '
+            "$exe" "${flags[@]}" -n "$NTASKS" "$PY" -m mpi_coded "$@"
             ;;
         *)
             die "LAUNCHER must be srun or mpiexec (got '$LAUNCHER')"

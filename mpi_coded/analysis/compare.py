@@ -21,7 +21,9 @@ registry), never from a branch on a scheme's name.
   them, the map of :func:`map_model`, the shuffle and the gather of :func:`coded_model`.
 * **The elastic job** ("(A.2) One time step", "(B.7)"): :func:`elastic_model` adds to the
   planner's ``predicted_s`` of every step its messages and, for the uncoded baseline, the
-  moves of its rows, priced on the links.
+  moves of its rows, priced on the links; under ``fault_tolerance = "ulfm"`` the deaths'
+  detection and each join's spawn and block ("(A.9) Deaths and joins",
+  :mod:`mpi_coded.analysis.events`).
 * **Seconds per phase** ("(C.4) Calibration"): :func:`job_seconds` is the calibrated model
   of a coded job's config line (:func:`mpi_coded.analysis.calibration.predict_seconds`),
   what ``mpi-coded report`` shows beside each job.
@@ -32,12 +34,13 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
 from mpi_coded.analysis import network as nm
 from mpi_coded.analysis.calibration.predict import PredictedSeconds, predict_seconds
+from mpi_coded.analysis.events import EventPrices, block_seconds, step_death_s
 from mpi_coded.analysis.shuffle_fit import ShuffleFit, TrainingCase, terms
 from mpi_coded.codes.work import Table
 from mpi_coded.results import CodedConfig, CodedRun, ElasticConfig, ElasticStep
@@ -365,20 +368,52 @@ class ElasticModel:
     bytes_moved: int
     compute_s: float
     step_s: list[float]
+    death_s: float = 0.0
+    """The deaths' price over the steps (docs/theory.md (A.9)), in ``total_s``."""
+    joins: tuple[JoinPrice, ...] = ()
+    """Each join's price beside its measurement (not in ``total_s``: a join happens
+    between steps)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"total_s": self.total_s, "network_s": self.network_s, "move_s": self.move_s,
                 "bytes_moved": self.bytes_moved, "compute_s": self.compute_s,
-                "step_s": list(self.step_s)}
+                "step_s": list(self.step_s), "death_s": self.death_s,
+                "joins": [j.to_dict() for j in self.joins]}
+
+
+@dataclass(frozen=True)
+class JoinPrice:
+    """One join, modelled (``s + T_net(block)``, docs/theory.md (A.9)) and measured (the
+    record's ``spawn_s + block_s``)."""
+
+    machine: int
+    step: int
+    spawn_s: float
+    block_s: float
+    measured_spawn_s: float
+    measured_block_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.spawn_s + self.block_s
+
+    @property
+    def measured_s(self) -> float:
+        return self.measured_spawn_s + self.measured_block_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "total_s": self.total_s, "measured_s": self.measured_s}
 
 
 def elastic_model(steps: Sequence[ElasticStep | Mapping[str, Any]], config: ElasticConfig,
-                  policy: str, net: nm.Network, uncoded_policy: str = "uncoded"
-                  ) -> ElasticModel:
+                  policy: str, net: nm.Network, uncoded_policy: str = "uncoded",
+                  prices: EventPrices | None = None) -> ElasticModel:
     """The elastic job's model over its recorded steps (their available sets): compute is
     the planner's ``predicted_s`` of the step line (docs/theory.md (A.2)), the messages and
     the uncoded baseline's moves (``policy == uncoded_policy``) are priced on ``net``
-    (docs/theory.md (B.7))."""
+    (docs/theory.md (B.7)); machines that died and joined (``fault_tolerance = "ulfm"``)
+    at ``prices`` (docs/theory.md (A.9))."""
+    prices = prices or EventPrices()
     from mpi_coded.cec.plan import make_plan
     from mpi_coded.cec.uncoded import moves as uncoded_moves
     from mpi_coded.cec.uncoded import uncoded_split
@@ -387,8 +422,9 @@ def elastic_model(steps: Sequence[ElasticStep | Mapping[str, Any]], config: Elas
     machines = sorted(speeds)
     cols, L, rows = int(config.cols), int(config.L), int(config.rows)
     item = nm.ITEMSIZE[str(config.field or "float64")]
-    net_s = move_s = 0.0
+    net_s = move_s = death_s = 0.0
     moved = 0
+    joins: list[JoinPrice] = []
     layout = None
     per_step = []
     sts = [as_step(s) for s in steps]
@@ -409,12 +445,21 @@ def elastic_model(steps: Sequence[ElasticStep | Mapping[str, Any]], config: Elas
             plan = make_plan(policy, speeds, L, avail, rows=rows // L)
             s_s = nm.phase_seconds(nm.elastic_step_traffic(plan, cols, item, idle), net).seconds
             m_s = 0.0
-        per_step.append(float(st.predicted_s) + m_s + s_s)
+        d_s = step_death_s(st.lost, st.preempted, st.replanned, prices)
+        per_step.append(float(st.predicted_s) + m_s + s_s + d_s)
         net_s += s_s
         move_s += m_s
+        death_s += d_s
+        joins += [JoinPrice(machine=int(j["machine"]), step=int(j["step"]),
+                            spawn_s=prices.spawn_s,
+                            block_s=block_seconds(int(j["machine"]), rows // L, cols,
+                                                  str(config.field or "float64"), net),
+                            measured_spawn_s=float(j["spawn_s"]),
+                            measured_block_s=float(j["block_s"])) for j in st.joined]
     return ElasticModel(total_s=sum(per_step), network_s=net_s, move_s=move_s,
                         bytes_moved=moved,
-                        compute_s=sum(float(s.predicted_s) for s in sts), step_s=per_step)
+                        compute_s=sum(float(s.predicted_s) for s in sts), step_s=per_step,
+                        death_s=death_s, joins=tuple(joins))
 
 
 @dataclass(frozen=True)

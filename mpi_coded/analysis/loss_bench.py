@@ -11,12 +11,17 @@ and its results file says when the master knew (:attr:`ElasticSummary.lost`,
   failure report the master would have waited out before re-planning
   (``deadline_factor * predicted + slack``, docs/elastic.md);
 * ``step_extra_s``: that step's wall time over its (re-planned) plan's prediction, the
-  death's cost to the step (detection, the cut, the orders again, the work redone);
+  death's cost to the step (detection, the cut, the orders again, the work redone), and
+  ``model_extra_s`` the model's price of it (docs/theory.md (A.9),
+  :mod:`mpi_coded.analysis.events`): ``a + d`` with ``a = 0`` for a machine killed as it
+  starts computing, the planned attempt's time for one killed after computing, before
+  answering, and 0 for one killed idle;
 * ``verified``: every step verified and the run ended by itself (``hang``: it did not
   within its timeout);
 * with ``replace_lost = "spawn"``: the join's seconds to spawn the new process
   (``join_spawn_s``) and to send it its coded block and take its READY (``join_block_s``,
-  ``join_block_bytes``).
+  ``join_block_bytes``), and the model's price of the join, ``s`` (one host: the block
+  crosses no link).
 
 :func:`report` adds them up: hangs (must be 0), the detection latency's median and
 maximum, the median cost per phase killed in.
@@ -30,7 +35,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mpi_coded.analysis.events import EventPrices
 from mpi_coded.results import CONFIG, STEP, SUMMARY, kind_of
+
+INTO_ATTEMPT = {"answer": 1.0}
+"""How far into the step's first attempt a kill in each fault phase comes, as a fraction
+of the planned attempt (``a`` of docs/theory.md (A.9)); 0 for the others."""
 
 KILLED = re.compile(r"rank (\d+) \(([^)]*)\) killed by fault injection in phase (\w+)"
                     r"(?: (\d+))? at unix ([0-9.]+)")
@@ -61,15 +71,19 @@ class KillRun:
     join_spawn_s: float | None = None
     join_block_s: float | None = None
     join_block_bytes: int | None = None
+    model_extra_s: float | None = None
+    model_join_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def kill_run(fault: str, machine: int, returncode: int | None, stderr: str,
-             lines: Sequence[dict[str, Any]], wall_s: float | None = None) -> KillRun:
+             lines: Sequence[dict[str, Any]], wall_s: float | None = None,
+             prices: EventPrices | None = None) -> KillRun:
     """Join one run's stderr and results (module docstring); ``returncode`` None: it hung
     (killed at its timeout)."""
+    prices = prices or EventPrices()
     phase = fault.split(":")[2].split("@")[0]
     hang = returncode is None
     summaries = [r for r in lines if kind_of(r) == SUMMARY]
@@ -89,16 +103,18 @@ def kill_run(fault: str, machine: int, returncode: int | None, stderr: str,
     detection = None if killed is None or e.get("detected_unix") is None else \
         1e3 * (float(e["detected_unix"]) - killed)
     rec = steps.get(step)
-    deadline = wall = predicted = extra = None
+    deadline = wall = predicted = extra = model = None
     if rec is not None:
         wall, predicted = float(rec["wall_s"]), float(rec["predicted_s"])
+        planned = float(rec.get("predicted_planned_s") or predicted)
         extra = wall - predicted
-        deadline = float(config.get("deadline_factor", 2.0)) * float(
-            rec.get("predicted_planned_s") or predicted) + \
+        deadline = float(config.get("deadline_factor", 2.0)) * planned + \
             float(config.get("deadline_slack_s", 2.0))
+        model = prices.death_s(phase != "idle", INTO_ATTEMPT.get(phase, 0.0) * planned)
     return KillRun(fault, phase, machine, returncode, hang, verified, step, detection,
                    deadline, wall, predicted, extra, wall_s, join.get("spawn_s"),
-                   join.get("block_s"), join.get("block_bytes"))
+                   join.get("block_s"), join.get("block_bytes"), model,
+                   prices.join_s(0.0) if join else None)
 
 
 def _median(xs: Iterable[float | None]) -> float | None:
@@ -122,10 +138,13 @@ def report(runs: Sequence[KillRun]) -> dict[str, Any]:
         "joins": sum(r.join_spawn_s is not None for r in runs),
         "join_spawn_s_median": _median(r.join_spawn_s for r in runs),
         "join_block_s_median": _median(r.join_block_s for r in runs),
+        "model_join_s": _median(r.model_join_s for r in runs),
         "by_phase": {p: {"runs": sum(r.phase == p for r in runs),
                          "detection_ms_median": _median(r.detection_ms for r in runs
                                                         if r.phase == p),
                          "step_extra_s_median": _median(r.step_extra_s for r in runs
-                                                        if r.phase == p)}
+                                                        if r.phase == p),
+                         "model_extra_s_median": _median(r.model_extra_s for r in runs
+                                                         if r.phase == p)}
                      for p in phases},
     }

@@ -378,11 +378,16 @@ def mpi_launch(flavor: str, c: EmulatedCluster, state_dir: str) -> tuple[list[st
 
 def job_env(c: EmulatedCluster) -> dict[str, str]:
     """The environment of a job started inside the hosts (``sbatch``/``srun`` on the
-    cluster's SLURM, whose ranks MPICH starts with srun or hydra): TCP between the hosts
-    through OFI (short addresses: UCX's do not fit srun's PMI2 values), hydra's control
-    address from ``eth0`` (host names do not resolve), and the network record."""
+    cluster's SLURM, whose ranks MPICH starts with srun or hydra, or Open MPI's mpiexec
+    with its daemons started by srun): MPICH's TCP between the hosts through OFI (short
+    addresses: UCX's do not fit srun's PMI2 values), hydra's control address from ``eth0``
+    (host names do not resolve); Open MPI's ranks and daemons on the cluster's subnet over
+    TCP (``OMPI_MCA_*``, ``PRTE_MCA_*``: otherwise they may take loopback or shared memory
+    across the namespaces); and the network record."""
     return {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "UCX_TLS": "tcp,self",
             "HYDRA_IFACE": "eth0",
+            "OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "tcp,self",
+            "OMPI_MCA_btl_tcp_if_include": c.subnet, "PRTE_MCA_oob_tcp_if_include": c.subnet,
             "MPI_CODED_NETWORK": json.dumps(c.network_record("tcp (OFI tcp)"),
                                             sort_keys=True)}
 

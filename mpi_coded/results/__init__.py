@@ -52,6 +52,8 @@ The modules, each importing only those above it:
 ``elastic``      the elastic job's records (:class:`ElasticStep`, ...)
 ``coded``        the coded job's records (:class:`CodedRun`, ...)
 ``writer``       :class:`ResultsWriter`, :func:`jsonable`
+``last_word``    :class:`LastWord`, :func:`watch`: a watcher that writes the summary of a job whose
+                 rank 0 was killed before it could (a launcher that lost a host)
 ``jobs``         :func:`view`, :func:`views`, :func:`elastic_jobs`, :func:`coded_jobs`
 ``sweeps``       :func:`sweep_note`, :func:`run_failed`, :func:`sweep_runs`, :func:`verdict`
 ``frames``       :func:`frame` (pandas, imported lazily)
@@ -98,6 +100,7 @@ from mpi_coded.results.jobs import (
     view,
     views,
 )
+from mpi_coded.results.last_word import LastWord, watch
 from mpi_coded.results.names import (
     ALL_VERIFIED,
     CEC,
@@ -149,6 +152,8 @@ __all__ = [
     "PHASE_KEYS", "CodedConfig", "CodedRecord", "CodedRun", "CodedServerMap", "CodedSummary",
     # writer
     "ResultsWriter", "jsonable",
+    # last_word
+    "LastWord", "watch",
     # jobs
     "VIEWS", "CodedJobLines", "ElasticJob", "coded_jobs", "elastic_jobs", "view", "views",
     # sweeps

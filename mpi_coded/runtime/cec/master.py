@@ -42,7 +42,9 @@ from mpi_coded.results import (
     ElasticStep,
     ElasticSummary,
     JoinedMachine,
+    LastWord,
     ResultsWriter,
+    jsonable,
 )
 from mpi_coded.runtime.cec.cluster import MachinePool, payload, warn
 from mpi_coded.runtime.cec.collect import drain
@@ -104,10 +106,18 @@ class Master:
     def run(self, phase: Phase, out: str | None, first: int) -> int:
         writer = ResultsWriter(out)
         writer.write(ElasticConfig.of(self.cfg.to_dict(), run_info(self.comm), first))
+        last = LastWord(out) if out else None  # rank 0 killed: its watcher ends the file
         phase.set("setup")
         x, steps, setup = self.setup(first)
         writer.write(setup)
         table = Table()
+
+        def provisional() -> None:  # the summary should rank 0 end here without its own
+            if last is not None:
+                last.provisional(jsonable(self.summary(
+                    steps, setup, first, None, {}, {}, ended="").to_dict()))
+
+        provisional()
         try:
             for t in range(first, len(self.schedule) + 1):
                 phase.set("step", t)
@@ -115,16 +125,21 @@ class Master:
                 writer.write(rec)
                 table.row(rec)
                 self.done.append(rec)
+                provisional()
         except CannotGoOn as exc:  # too few machines left, or the launcher ended the job:
             why = self.cl.ended(exc)  # the summary says why, unverified
             writer.write(self.summary(steps, setup, first, None, {}, {}, ended=why))
             writer.close()
+            if last is not None:
+                last.done()
             raise CannotGoOn(why) from None
         check = self.work.check(x, len(self.schedule))
         phase.set("stop")
         summary = self.summary(steps, setup, first, check, *self.stop())
         writer.write(summary)
         writer.close()
+        if last is not None:
+            last.done()
         self.cl.links.disconnect(self.cfg.timeout_s)  # machines spawned later may finalize
         return self.verdict(summary, check)
 

@@ -1,0 +1,124 @@
+"""The watcher that writes the summary of a job whose rank 0 was killed before it could
+(mpi_coded/results/last_word.py): the pipe protocol, and a real process SIGKILLed."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from mpi_coded.results import read_results
+from mpi_coded.results.last_word import watch
+
+CONFIG = {"kind": "config", "job": "cec", "N": 6}
+STEP = {"kind": "step", "job": "cec", "step": 2, "verified": True}
+PROVISIONAL = {"kind": "summary", "job": "cec", "steps": 2, "first_step": 1,
+               "all_verified": True, "ended_early": "", "lost": []}
+
+
+def _file(tmp_path: Path, *lines: dict) -> Path:
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return p
+
+
+def test_without_done_the_last_provisional_summary_is_appended_unverified(tmp_path):
+    p = _file(tmp_path, CONFIG, STEP)
+    first = dict(PROVISIONAL, steps=1)
+    pipe = io.StringIO(json.dumps(first) + "\n" + json.dumps(PROVISIONAL) + "\n")
+    assert watch(str(p), 4242, "node1", pipe)
+    last = read_results(p)[-1]
+    assert last["kind"] == "summary" and last["steps"] == 2
+    assert last["all_verified"] is False
+    assert last["ended_early"].startswith("rank 0 (node1, pid 4242) ended at ")
+    assert "after step 2 without writing its summary" in last["ended_early"]
+
+
+def test_done_or_a_summary_already_written_adds_nothing(tmp_path):
+    p = _file(tmp_path, CONFIG, STEP)
+    before = p.read_text()
+    assert not watch(str(p), 1, "h", io.StringIO(json.dumps(PROVISIONAL) + "\ndone\n"))
+    assert p.read_text() == before
+    # rank 0 wrote its summary and was killed before it said done
+    q = _file(tmp_path, CONFIG, STEP, dict(PROVISIONAL, ended_early=None))
+    before = q.read_text()
+    assert not watch(str(q), 1, "h", io.StringIO(json.dumps(PROVISIONAL) + "\n"))
+    assert q.read_text() == before
+    # killed before its first provisional summary: nothing to say
+    assert not watch(str(p), 1, "h", io.StringIO(""))
+
+
+def test_a_torn_last_line_is_not_taken_for_a_summary(tmp_path):
+    p = _file(tmp_path, CONFIG, STEP)
+    with p.open("a") as fh:
+        fh.write('{"kind": "summary", "job": "ce')  # killed mid-write
+    assert watch(str(p), 1, "h", io.StringIO(json.dumps(PROVISIONAL) + "\n"))
+    assert [x["kind"] for x in read_results(p)] == ["config", "step", "summary"]
+    assert read_results(p)[-1]["ended_early"]
+
+
+def _rank0(tmp_path: Path, end: str) -> tuple[Path, subprocess.Popen]:
+    """A process that acts as rank 0 (results file, watcher, provisional summaries per
+    step) and then ends with ``end``."""
+    out = tmp_path / "job.jsonl"
+    summary = {**PROVISIONAL}
+    script = textwrap.dedent(f"""
+        import json, os, signal, sys
+        from mpi_coded.results import LastWord, ResultsWriter
+        w = ResultsWriter({str(out)!r})
+        w.write({CONFIG!r})
+        last = LastWord({str(out)!r})
+        for step in (1, 2, 3):
+            w.write(dict({STEP!r}, step=step))
+            last.provisional(dict({summary!r}, steps=step))
+        {end}
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    return out, proc
+
+
+def _wait_for(pred, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _watchers(out: Path) -> list[int]:
+    """The live watcher processes of results file ``out``."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"mpi_coded.results.last_word" in cmd and str(out).encode() in cmd:
+                pids.append(int(d.name))
+    return pids
+
+
+def test_rank0_killed_gets_its_summary_from_the_watcher(tmp_path):
+    out, proc = _rank0(tmp_path, "os.kill(os.getpid(), signal.SIGKILL)")
+    assert proc.wait(timeout=60) == -9
+    assert _wait_for(lambda: read_results(out)[-1]["kind"] == "summary"), out.read_text()
+    lines = read_results(out)
+    assert [x["kind"] for x in lines] == ["config", "step", "step", "step", "summary"]
+    s = lines[-1]
+    assert s["steps"] == 3 and s["all_verified"] is False
+    assert f"pid {proc.pid}) ended at " in s["ended_early"]
+    assert "after step 3" in s["ended_early"]
+    assert _wait_for(lambda: _watchers(out) == [])  # and the watcher is gone
+
+
+def test_rank0_that_said_done_gets_no_line_even_if_killed_after(tmp_path):
+    out, proc = _rank0(tmp_path, "last.done(); os.kill(os.getpid(), signal.SIGKILL)")
+    assert proc.wait(timeout=60) == -9
+    assert _wait_for(lambda: _watchers(out) == [])
+    assert [x["kind"] for x in read_results(out)] == ["config", "step", "step", "step"]
