@@ -731,9 +731,10 @@ def test_under_slurm_a_machine_killed_is_replaced_and_the_job_completes(work):
     """``sbatch -N 4`` of slurm/cec.sh with Open MPI's mpiexec inside the allocation
     (``MPIEXEC_ARGS="--with-ft ulfm"``; its daemons started by srun): machine 4 killed on
     node3 in step 3 is lost, a new process is spawned there before step 4 and gets its
-    block; every step verifies.  PRRTE's mpiexec sometimes crashes as it ends after a
-    spawn ("corrupted double-linked list", exit 134; 1 of 3 runs, docs/elastic.md): then
-    the results and rank 0's last line say the job completed, verified."""
+    block; every step verifies, and the batch job is COMPLETED (before the master
+    cancelled its posted receive from the new process, their disconnect could hang and
+    mpiexec crash as it ended: 3 of 10 runs).  A run whose daemon crashed during the
+    spawn runs again (PRTE_ATTEMPTS)."""
     _need_namespaces()
     _need_slurm()
     if mpi_flavor() != "openmpi":
@@ -750,25 +751,28 @@ def test_under_slurm_a_machine_killed_is_replaced_and_the_job_completes(work):
             "[availability]"))
         res = work / "slurm-ulfm"
         res.mkdir()
-        out = res / "cec.jsonl"
-        r = run_cmd(["sbatch", "--parsable", "-N", "4", "--ntasks=7",
-                     f"--output={res}/job-%j.out", "slurm/cec.sh"], 60,
-                    env={**env, "LAUNCHER": "mpiexec", "MPIEXEC_ARGS": "--with-ft ulfm",
-                         "MPI_CODED_ROOT": str(ROOT), "MPI_CODED_PYTHON": sys.executable,
-                         "RESULTS_DIR": str(res), "OUT": str(out), "CEC_CONFIG": str(config),
-                         "CEC_ARGS": "--fault kill:4:step@3", "OMPI_ALLOW_RUN_AS_ROOT": "1",
-                         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-        assert r.returncode == 0, r.stderr
-        job = r.stdout.strip().split(";")[0]
-        fields = _wait_job(env, job, 400)
-        log = next(res.glob(f"job-{job}.out")).read_text()
+        for attempt in range(1, PRTE_ATTEMPTS + 1):
+            out = res / f"cec{attempt}.jsonl"
+            r = run_cmd(["sbatch", "--parsable", "-N", "4", "--ntasks=7",
+                         f"--output={res}/job-%j.out", "slurm/cec.sh"], 60,
+                        env={**env, "LAUNCHER": "mpiexec", "MPIEXEC_ARGS": "--with-ft ulfm",
+                             "MPI_CODED_ROOT": str(ROOT), "MPI_CODED_PYTHON": sys.executable,
+                             "RESULTS_DIR": str(res), "OUT": str(out),
+                             "CEC_CONFIG": str(config), "CEC_ARGS": "--fault kill:4:step@3",
+                             "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+            assert r.returncode == 0, r.stderr
+            job = r.stdout.strip().split(";")[0]
+            fields = _wait_job(env, job, 400)
+            log = next(res.glob(f"job-{job}.out")).read_text()
+            if not _prte_daemon_crashed(log, out):
+                break
+            print(f"attempt {attempt}: a PRRTE daemon crashed after the spawn "
+                  "(docs/elastic.md); the job ended early, its results say so")
         assert re.search(r"^\+ \S*/mpiexec --with-ft ulfm -n 7 ", log, re.M), log
         assert "done: 8 steps, all verified: True" in log, log
-        if (fields["JobState"], fields["ExitCode"]) != ("COMPLETED", "0:0"):
-            assert (fields["JobState"], fields["ExitCode"]) == ("FAILED", "134:0") and \
-                "corrupted double-linked list" in log, (fields, log)
-        else:
-            assert "OK, verified" in log, log
+        assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), (fields, log)
+        assert "OK, verified" in log, log
         _check(out)
         summary = _lines(out)[-1]
         assert summary["all_verified"] and summary["ended_early"] is None
@@ -959,6 +963,26 @@ def test_cluster_kill_ends_a_whole_host_and_the_run_names_it(four_hosts, work):
     assert bad.returncode == 2 and "HOST: must be a host of the cluster" in bad.stderr
 
 
+PRTE_ATTEMPTS = 3
+"""Open MPI 5.0.11's daemons crashed in 3 of 26 jobs that spawned onto another host
+(docs/elastic.md, "Which MPI, which flags, and why"); a join test across hosts runs
+again when that, and only that, ended its job early."""
+
+
+def _prte_daemon_crashed(output: str, out: Path) -> bool:
+    """The run ended because PRRTE lost a daemon during a join (no host was killed): its
+    launcher said so, and the results end with rank 0's watcher's summary."""
+    if "PRTE has lost communication with a remote daemon" not in output:
+        return False
+    end = time.monotonic() + 15.0  # the watcher writes as rank 0's pipe closes
+    while time.monotonic() < end:
+        lines = _lines_safe(out) if out.exists() else []
+        if lines and lines[-1].get("kind") == "summary":
+            return "watcher" in str(lines[-1].get("ended_early") or "")
+        time.sleep(0.05)
+    return False
+
+
 @pytest.mark.mpi
 @pytest.mark.portable
 @pytest.mark.timeout(600)
@@ -1006,16 +1030,21 @@ def test_a_machine_killed_on_a_host_is_replaced_there_and_its_block_crosses_the_
     from mpi_coded.fault_tolerance import LAUNCHER_FLAGS
 
     c = four_hosts
-    out = work / "join.jsonl"
     config = _long_config(work / "join.toml", steps=8)
     extra = LAUNCHER_FLAGS if mpi_flavor() == "openmpi" else ()
-    r = c.mpirun(7, [sys.executable, "-m", "mpi_coded", "run", "cec", "--config",
-                     str(config), "--fault-tolerance", "ulfm", "--replace-lost", "spawn",
-                     "--fault", "kill:4:step@3", "--out", str(out)], 300, *extra)
-    if mpi_flavor() != "openmpi":
-        assert os.environ.get("MPI_CODED_EXPECT_MPI", "") in ("", mpi_flavor())
-        assert r.returncode == 2 and "MPIR_CVAR_ENABLE_FT=1" in r.stderr, r.stderr
-        return
+    for attempt in range(1, PRTE_ATTEMPTS + 1):
+        out = work / f"join{attempt}.jsonl"
+        r = c.mpirun(7, [sys.executable, "-m", "mpi_coded", "run", "cec", "--config",
+                         str(config), "--fault-tolerance", "ulfm", "--replace-lost", "spawn",
+                         "--fault", "kill:4:step@3", "--out", str(out)], 300, *extra)
+        if mpi_flavor() != "openmpi":
+            assert os.environ.get("MPI_CODED_EXPECT_MPI", "") in ("", mpi_flavor())
+            assert r.returncode == 2 and "MPIR_CVAR_ENABLE_FT=1" in r.stderr, r.stderr
+            return
+        if not _prte_daemon_crashed(r.stdout + r.stderr, out):
+            break
+        print(f"attempt {attempt}: a PRRTE daemon crashed after the spawn "
+              "(docs/elastic.md); the job ended early, its results say so")
     assert r.returncode == 0, r.stdout + r.stderr
     _check(out)
     lines = _lines(out)

@@ -98,6 +98,9 @@ class Peers:
         for r, inter in self.joined.items():
             if r in self.lost:  # a disconnect waits for the dead: leave it
                 continue
+            # MPI_Comm_disconnect waits for every pending operation on the communicator:
+            # the header receive posted for the peer's next message would never end
+            self.inbox[r].cancel()
             worker = threading.Thread(target=inter.Disconnect, daemon=True)
             worker.start()
             worker.join(timeout)
