@@ -51,8 +51,8 @@ launch() {
             fi
             local flags=()
             read -r -a flags <<< "${MPIEXEC_ARGS:-}"
-            echo "+ $exe ${flags[*]} -n $NTASKS $PY -m mpi_coded $*" | tr -s ' '
-            "$exe" "${flags[@]}" -n "$NTASKS" "$PY" -m mpi_coded "$@"
+            echo "+ $exe${MPIEXEC_ARGS:+ ${flags[*]}} -n $NTASKS $PY -m mpi_coded $*"
+            "$exe" ${flags[@]+"${flags[@]}"} -n "$NTASKS" "$PY" -m mpi_coded "$@"
             ;;
         *)
             die "LAUNCHER must be srun or mpiexec (got '$LAUNCHER')"

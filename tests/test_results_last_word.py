@@ -61,6 +61,37 @@ def test_a_torn_last_line_is_not_taken_for_a_summary(tmp_path):
     assert read_results(p)[-1]["ended_early"]
 
 
+def test_a_line_cut_in_the_pipe_is_not_taken_for_the_summary(tmp_path):
+    p = _file(tmp_path, CONFIG, STEP)
+    pipe = io.StringIO(json.dumps(PROVISIONAL) + '\n{"kind": "summary", "steps": 3, "fi')
+    assert watch(str(p), 1, "h", pipe)
+    last = read_results(p)[-1]
+    assert last["steps"] == 2 and last["ended_early"]
+
+
+def test_lines_longer_than_a_chunk_torn_or_whole(tmp_path):
+    """The file's tail is read backwards in 64 KiB chunks: a complete line of 200 KiB, and
+    a torn one of 100 KiB after it (no newline in the last chunk), come out right."""
+    big = dict(STEP, note="x" * 200_000)
+    p = _file(tmp_path, CONFIG, big)
+    with p.open("a") as fh:
+        fh.write('{"kind": "step", "note": "' + "y" * 100_000)  # killed mid-write
+    assert watch(str(p), 1, "h", io.StringIO(json.dumps(PROVISIONAL) + "\n"))
+    lines = read_results(p)
+    assert [x["kind"] for x in lines] == ["config", "step", "summary"]
+    assert lines[1]["note"] == big["note"]
+    # a summary longer than a chunk already there: recognised, nothing appended
+    q = _file(tmp_path, CONFIG, dict(PROVISIONAL, note="z" * 200_000))
+    before = q.read_text()
+    assert not watch(str(q), 1, "h", io.StringIO(json.dumps(PROVISIONAL) + "\n"))
+    assert q.read_text() == before
+    # a file of one torn line: it is dropped, the summary is the file
+    r = tmp_path / "torn.jsonl"
+    r.write_text('{"kind": "config", "jo')
+    assert watch(str(r), 1, "h", io.StringIO(json.dumps(PROVISIONAL) + "\n"))
+    assert [x["kind"] for x in read_results(r)] == ["summary"]
+
+
 def _rank0(tmp_path: Path, end: str) -> tuple[Path, subprocess.Popen]:
     """A process that acts as rank 0 (results file, watcher, provisional summaries per
     step) and then ends with ``end``."""

@@ -100,7 +100,7 @@ from mpi_coded.results.jobs import (
     view,
     views,
 )
-from mpi_coded.results.last_word import LastWord, watch
+from mpi_coded.results.last_word import LastWord, watch, watcher_main
 from mpi_coded.results.names import (
     ALL_VERIFIED,
     CEC,
@@ -153,7 +153,7 @@ __all__ = [
     # writer
     "ResultsWriter", "jsonable",
     # last_word
-    "LastWord", "watch",
+    "LastWord", "watch", "watcher_main",
     # jobs
     "VIEWS", "CodedJobLines", "ElasticJob", "coded_jobs", "elastic_jobs", "view", "views",
     # sweeps

@@ -14,8 +14,9 @@ a summary, rank 0 died without its last word: the watcher appends the provisiona
 with ``all_verified`` false and ``ended_early`` saying that rank 0 was killed, when, and
 after which step.  Nothing measured is lost, and every reader sees a job that ended.
 
-The watcher is this module run with ``python -m`` (no numpy, no MPI: it starts in well
-under a second).  It double-forks into a session of its own, so that neither the
+The watcher is this module's :func:`watcher_main` (no numpy, no MPI: it starts in well
+under a second; a watcher that cannot start is one warning line, and rank 0 goes on
+without it).  It double-forks into a session of its own, so that neither the
 launcher's process-group kill nor a kill of rank 0's descendants reaches it, and it ends
 as soon as the pipe closes: it never outlives rank 0 by more than the time to append one
 line.
@@ -46,15 +47,22 @@ class LastWord:
         self._pipe: IO[str] | None = None
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", __name__, path, str(os.getpid()),
-                 socket.gethostname()],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [sys.executable, "-c", _START, path, str(os.getpid()), socket.gethostname()],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 start_new_session=True, close_fds=True, text=True)
         except OSError as exc:  # no watcher: rank 0's own last line is all there is
-            sys.stderr.write(f"mpi-coded: warning: no watcher for {path}'s last line "
-                             f"({exc})\n")
+            _warn(path, str(exc))
             return
-        proc.wait(timeout=60)  # the first fork's parent returns at once
+        try:  # the first fork's parent exits as soon as the watcher runs
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # slow to start: its pipe works all the same
+            rc = 0
+        if rc != 0:  # it could not start (its error, in one line)
+            err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
+            _warn(path, err[-1] if err else f"exit status {rc}")
+            return
+        if proc.stderr is not None:  # the watcher's own is /dev/null
+            proc.stderr.close()
         self._pipe = proc.stdin
 
     def provisional(self, summary: dict[str, Any]) -> None:
@@ -82,23 +90,43 @@ class LastWord:
             self._pipe = None
 
 
+def _rfind_newline(fh: IO[bytes], before: int) -> int:
+    """The offset of the last newline in ``fh`` before offset ``before`` (-1: none),
+    read backwards in chunks: a line may be longer than any one chunk."""
+    chunk = 1 << 16
+    end = before
+    while end > 0:
+        start = max(0, end - chunk)
+        fh.seek(start)
+        at = fh.read(end - start).rfind(b"\n")
+        if at >= 0:
+            return start + at
+        end = start
+    return -1
+
+
+def _tail(fh: IO[bytes]) -> tuple[int, bytes]:
+    """Where the file's torn last line starts (its size if it ends with a newline) and its
+    last complete line."""
+    size = fh.seek(0, os.SEEK_END)
+    nl = _rfind_newline(fh, size)
+    torn = nl + 1
+    if nl < 0:
+        return 0, b""
+    prev = _rfind_newline(fh, nl)
+    fh.seek(prev + 1)
+    return torn, fh.read(nl - prev - 1)
+
+
 def _last_kind(path: str) -> str | None:
-    """The ``kind`` of the file's last complete line (a torn one is skipped)."""
+    """The ``kind`` of the file's last complete line (a torn one after it is skipped)."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - (1 << 20)))
-            lines = fh.read().split(b"\n")
-    except OSError:
+            _, raw = _tail(fh)
+        rec = json.loads(raw) if raw.strip() else None
+    except (OSError, ValueError):
         return None
-    for raw in reversed(lines[:-1]):  # after the last newline: torn or empty
-        if raw.strip():
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                return None
-            return kind_of(rec) if isinstance(rec, dict) else None
-    return None
+    return kind_of(rec) if isinstance(rec, dict) else None
 
 
 def _reason(rank0_pid: int, host: str, at: float, summary: dict[str, Any]) -> str:
@@ -116,17 +144,21 @@ def _reason(rank0_pid: int, host: str, at: float, summary: dict[str, Any]) -> st
 def watch(path: str, rank0_pid: int, host: str, pipe: IO[str]) -> bool:
     """Read rank 0's provisional summaries until the pipe closes; without ``done``, append
     the last one as the job's summary.  True if a line was written."""
-    last: str | None = None
+    last: dict[str, Any] | None = None
     for line in pipe:
         line = line.strip()
         if line == _DONE:
             return False
-        if line:
-            last = line
+        try:  # a line cut by rank 0's death is not a summary
+            rec = json.loads(line) if line else None
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            last = rec
     at = time.time()
     if last is None or _last_kind(path) == SUMMARY:
         return False
-    summary = json.loads(last)
+    summary = last
     summary[ALL_VERIFIED] = False
     summary["ended_early"] = _reason(rank0_pid, host, at, summary)
     with open(path, "r+b") as fh:
@@ -140,22 +172,30 @@ def watch(path: str, rank0_pid: int, host: str, pipe: IO[str]) -> bool:
 def _drop_torn_line(fh: IO[bytes]) -> None:
     """Put ``fh`` at the end of its last complete line, dropping a line rank 0 was killed
     in the middle of (no reader can read it; after it, the summary would be unreadable)."""
-    end = fh.seek(0, os.SEEK_END)
-    start = max(0, end - (1 << 20))
-    fh.seek(start)
-    tail = fh.read()
-    cut = tail.rfind(b"\n") + 1 if b"\n" in tail else (0 if start == 0 else len(tail))
-    fh.seek(start + cut)
+    torn, _ = _tail(fh)
+    fh.seek(torn)
     fh.truncate()
 
 
-def _main(argv: list[str]) -> int:
+def _warn(path: str, why: str) -> None:
+    sys.stderr.write(f"mpi-coded: warning: no watcher for the last line of {path} ({why})\n")
+
+
+_START = ("import sys; from mpi_coded.results.last_word import watcher_main; "
+          "sys.exit(watcher_main(sys.argv[1:]))")
+"""How rank 0 starts the watcher (``python -c``: a plain import of the package)."""
+
+
+def watcher_main(argv: list[str]) -> int:
+    """The watcher process: ``PATH RANK0_PID HOST``, rank 0's pipe on stdin."""
     path, pid, host = argv[0], int(argv[1]), argv[2]
     if os.fork():  # rank 0 waits for this parent only: the watcher is reparented
         os._exit(0)
+    null = os.open(os.devnull, os.O_WRONLY)  # rank 0 reads the first parent's stderr only
+    os.dup2(null, 2)
     watch(path, pid, host, sys.stdin)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    sys.exit(watcher_main(sys.argv[1:]))
