@@ -52,8 +52,8 @@ The modules, each importing only those above it:
 ``elastic``      the elastic job's records (:class:`ElasticStep`, ...)
 ``coded``        the coded job's records (:class:`CodedRun`, ...)
 ``writer``       :class:`ResultsWriter`, :func:`jsonable`
-``last_word``    :class:`LastWord`, :func:`watch`: a watcher that writes the summary of a job whose
-                 rank 0 was killed before it could (a launcher that lost a host)
+``last_word``    :class:`LastWord`, :func:`watch`, :func:`watcher_main`: the watcher that
+                 writes the summary of a job whose rank 0 was killed before it could
 ``jobs``         :func:`view`, :func:`views`, :func:`elastic_jobs`, :func:`coded_jobs`
 ``sweeps``       :func:`sweep_note`, :func:`run_failed`, :func:`sweep_runs`, :func:`verdict`
 ``frames``       :func:`frame` (pandas, imported lazily)

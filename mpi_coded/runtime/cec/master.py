@@ -102,6 +102,7 @@ class Master:
         self.cl = MachinePool(cfg, comm, faults)
         self.schedule = cfg.available_sets()
         self.done: list[ElasticStep] = []
+        self.waste = Fraction(0)  # the steps' transition waste, summed as they are done
 
     def run(self, phase: Phase, out: str | None, first: int) -> int:
         writer = ResultsWriter(out)
@@ -125,6 +126,7 @@ class Master:
                 writer.write(rec)
                 table.row(rec)
                 self.done.append(rec)
+                self.waste += Fraction(rec.transition_waste)
                 provisional()
         except CannotGoOn as exc:  # too few machines left, or the launcher ended the job:
             why = self.cl.ended(exc)  # the summary says why, unverified
@@ -278,8 +280,7 @@ class Master:
             worst_condition=max([1.0, *(r.condition for r in done)]),
             decoder_cache=steps.decoder_cache(), setup_s=setup.setup_s,
             setup_bytes=setup.setup_bytes, idle=idle, machine_steps=machine_steps,
-            total_transition_waste=str(sum((Fraction(r.transition_waste) for r in done),
-                                           Fraction(0))),
+            total_transition_waste=str(self.waste),
             total_oracle_time_s=sum(r.oracle_time_s for r in done),
             total_true_time_s=sum(r.true_time_s for r in done), workload_check=check,
             lost=list(self.cl.lost), joined=list(self.cl.joined),
