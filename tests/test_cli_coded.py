@@ -108,3 +108,23 @@ def test_load_choices_are_the_registry_when_the_parser_is_built(capsys):
     with pytest.raises(SystemExit):
         run(["load", "--scheme", "toy", "--K", "6", "--q", "4", "--mu", "1/2"])
     assert "invalid choice: 'toy'" in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_early_is_no_traceback():
+    """``mpi-coded ... | head``: stdout's reader gone before the output is written ends the
+    command with status 141 (128 + SIGPIPE) and nothing on stderr, not a BrokenPipeError."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        r = subprocess.run([sys.executable, "-m", "mpi_coded", "load", "--scheme", "unified",
+                            "--K", "6", "--q", "4", "--mu", "1/2"], stdout=write,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    from mpi_coded.cli.main import EXIT_BROKEN_PIPE
+
+    assert (r.returncode, r.stderr) == (EXIT_BROKEN_PIPE, "")

@@ -19,7 +19,7 @@ from mpi_coded import fault_tolerance as ft
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.errors import ConfigError
 from mpi_coded.faults import parse_fault
-from mpi_coded.results import RUN, STEP, SUMMARY, kind_of, read_results
+from mpi_coded.results import ABANDONED, RUN, STEP, SUMMARY, kind_of, read_results
 
 OPEN_MPI = ("Open MPI v5.0.11, package: Open MPI user@localhost Distribution, ident: 5.0.11, "
             "repo rev: v5.0.11rc1, Sep 16, 2026")
@@ -244,16 +244,60 @@ def test_a_coded_server_killed_in_the_map_is_a_straggler_and_every_rep_verifies(
 
 @pytest.mark.mpi
 @pytest.mark.portable
-def test_a_coded_finisher_killed_in_the_shuffle_ends_the_job_naming_it(tmp_path):
-    # servers 0 and 1 slowed: the finishers are servers 2..5; server 2 (rank 3) dies
-    r, out = run_coded_ft(tmp_path, "--t-row", "0.004", "--fault", "slow:1:4",
-                          "--fault", "slow:2:4", "--fault", "kill:3:shuffle@0")
+@pytest.mark.parametrize("kill, rep, server, phase", [
+    ("kill:3:shuffle@0", 0, 2, "shuffle"),  # before it sends: the reducers miss its messages
+    ("kill:5:reduce@1", 1, 4, "reduce"),  # a reducer, after the shuffle: its outputs never come
+])
+def test_a_coded_finisher_killed_abandons_its_repetition_and_the_job_goes_on(
+        tmp_path, kill, rep, server, phase):
+    # servers 0 and 1 slowed: the finishers of repetitions 0 and 1 are servers 2..5
+    r, out = run_coded_ft(tmp_path, "--reps", "3", "--t-row", "0.004", "--fault", "slow:1:4",
+                          "--fault", "slow:2:4", "--fault", kill)
     if refused_under_mpich(r):
         return
-    assert r.returncode != 0
-    assert re.search(r"mpi-coded: error: rank \d \(.*\) in phase shuffle 0: server 2 = rank 3 "
-                     r"\(.*\) died in the shuffle", r.stderr), r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = list(read_results(out))
+    [gone] = [ln for ln in lines if kind_of(ln) == ABANDONED]
+    runs = {ln["rep"]: ln for ln in lines if kind_of(ln) == RUN}
+    summary = [ln for ln in lines if kind_of(ln) == SUMMARY][-1]
+    who = f"server {server} = rank {server + 1}"
+    assert (gone["rep"], gone["phase"], gone["lost"]) == (rep, phase, [server])
+    assert gone["why"].startswith(who) and gone["why"].endswith(f"died in the {phase}")
+    assert server in gone["Q"] and gone["phase_s"] < 10  # known at once, no deadline
+    if phase == "shuffle":  # a reducer left missed the dead one's messages
+        assert any(v > 0 for v in gone["missing"].values()) and str(server) not in \
+            gone["missing"]
+    # every other repetition ran to its end and verified, without the dead server
+    assert sorted(runs) == sorted({0, 1, 2} - {rep}) and all(x["verified"] for x in runs.values())
+    assert all(server not in x["Q"] for x in runs.values() if x["rep"] > rep)
+    assert summary["all_verified"] and summary["abandoned"] == [rep] \
+        and summary["lost"] == [server]
+    assert re.search(rf"mpi-coded: warning: rep {rep}: {who} \(.*\) died in the {phase}: "
+                     "the repetition ends without its outputs; the job goes on with the next",
+                     r.stderr), r.stderr
     assert left_behind(str(out)) == []
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_coded_servers_too_few_left_end_the_job_in_one_line_and_a_summary(tmp_path):
+    # three of the four finishers die in repetition 0's shuffle: 3 servers left, q = 4
+    r, out = run_coded_ft(tmp_path, "--reps", "3", "--t-row", "0.004", "--fault", "slow:1:4",
+                          "--fault", "slow:2:4", "--fault", "kill:3:shuffle@0",
+                          "--fault", "kill:4:shuffle@0", "--fault", "kill:5:shuffle@0")
+    if refused_under_mpich(r):
+        return
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("mpi-coded: error:")]
+    assert len(said) == 1 and re.search(
+        r"rank 0 \(.*\) in phase map 1: rep 1: server 2 = rank 3 \(.*\), server 3 = rank 4 "
+        r"\(.*\), server 4 = rank 5 \(.*\) died; the 3 servers left cannot end the map",
+        said[0]), r.stderr
+    lines = list(read_results(out))
+    summary = [ln for ln in lines if kind_of(ln) == SUMMARY][-1]
+    assert not summary["all_verified"] and "cannot end the map" in summary["ended_early"]
+    assert summary["lost"] == [2, 3, 4] and summary["abandoned"] == [0]
+    assert left_behind(str(out)) == []  # the servers left were stopped, none waits
 
 
 SPOT_MARKET = """job = "cec"

@@ -45,3 +45,35 @@ def test_hangs_and_unnamed_deaths_count_against_the_run():
     assert (rep["runs"], rep["hangs"], rep["unverified"]) == (3, 1, 2)
     assert rep["detection_ms_median"] == pytest.approx(12.0)
     assert rep["by_phase"]["step"]["runs"] == 2 and rep["by_phase"]["idle"]["runs"] == 1
+
+
+CODED_STDERR = ("mpi-coded: rank 3 (node-b) killed by fault injection in phase shuffle 1 at "
+                "unix 200.000000\n")
+CODED_LINES = [
+    {"kind": "config", "job": "coded"},
+    {"kind": "run", "job": "coded", "rep": 0, "verified": True, "total_s": 0.3, "lost": []},
+    {"kind": "abandoned", "job": "coded", "rep": 1, "phase": "shuffle", "total_s": 0.13,
+     "lost": [2], "lost_at": {"2": 200.025}},
+    {"kind": "run", "job": "coded", "rep": 2, "verified": True, "total_s": 0.5, "lost": []},
+    {"kind": "summary", "job": "coded", "all_verified": True, "lost": [2], "abandoned": [1]},
+]
+
+
+def test_a_coded_kill_run_joins_the_kill_with_the_repetition_it_hit():
+    from mpi_coded.analysis.loss_bench import coded_kill_run, coded_report
+
+    run = coded_kill_run("kill:3:shuffle@1", 0, CODED_STDERR, CODED_LINES, wall_s=9.0)
+    assert (run.server, run.phase, run.rep, run.abandoned) == (2, "shuffle", 1, True)
+    assert run.verified and run.detection_ms == pytest.approx(25.0)
+    assert (run.rep_total_s, run.others_total_s) == (0.13, pytest.approx(0.4))
+    # a run line that did not verify, a hang, a death nobody recorded: each counts against
+    bad = [dict(r, verified=False) if r.get("rep") == 2 else r for r in CODED_LINES]
+    assert not coded_kill_run("kill:3:shuffle@1", 0, CODED_STDERR, bad).verified
+    hung = coded_kill_run("kill:3:shuffle@1", None, CODED_STDERR, CODED_LINES[:2])
+    assert hung.hang and not hung.verified and hung.rep is None
+    other = coded_kill_run("kill:5:reduce@1", 0, CODED_STDERR, CODED_LINES)
+    assert not other.verified and other.detection_ms is None
+    rep = coded_report([run, hung, other])
+    assert (rep["runs"], rep["hangs"], rep["unverified"]) == (3, 1, 2)
+    assert rep["by_phase"]["shuffle"]["abandoned"] == 1
+    assert rep["detection_ms_median"] == pytest.approx(25.0)

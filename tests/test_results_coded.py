@@ -14,6 +14,7 @@ from mpi_coded.coded.mapend import map_end
 from mpi_coded.coded.placement import build_placement
 from mpi_coded.coded.shuffle import shuffle_plan
 from mpi_coded.results import (
+    CodedAbandoned,
     CodedConfig,
     CodedRun,
     CodedServerMap,
@@ -60,6 +61,13 @@ CODED_RUN = CodedRun(
 
 CODED_CONFIG = CodedConfig.of(JOB.to_dict(), RUN)
 CODED_SUMMARY = CodedSummary(reps=2, all_verified=False, mean_total_s=1.5)
+CODED_ABANDONED = CodedAbandoned(
+    scheme="unified", K=6, q=4, mu="1/2", rows_per_batch=4, n=8, N=12, T=1, field="gf2^8",
+    rep=0, phase="shuffle", why="server 2 = rank 3 (node-1) died in the shuffle", lost=[2],
+    Q=[4, 5, 2, 3], finishing_order=[4, 5, 2, 3], missing={"3": 2, "4": 1, "5": 0},
+    encode_s=0.01, map_s=0.09, phase_s=0.04, total_s=0.14, hosts={"0": "node-0"})
+CODED_ENDED = CodedSummary(reps=3, all_verified=False, lost=[2, 3, 4], abandoned=[0],
+                           ended_early="rep 1: server 2 = rank 3 (node-1) died; ...")
 
 
 def assert_same(got: Record, want: Record) -> None:
@@ -70,8 +78,9 @@ def assert_same(got: Record, want: Record) -> None:
     assert got == want
 
 
-@pytest.mark.parametrize("record", [CODED_CONFIG, CODED_RUN, CODED_SUMMARY],
-                         ids=lambda r: type(r).__name__)
+@pytest.mark.parametrize("record", [CODED_CONFIG, CODED_RUN, CODED_SUMMARY,
+                                    CODED_ABANDONED, CODED_ENDED],
+                         ids=lambda r: f"{type(r).__name__}-{r.to_dict().get('ended_early')}")
 def test_each_coded_record_is_read_back_into_the_same_class(tmp_path, record):
     path = tmp_path / "out.jsonl"
     writer = ResultsWriter(str(path))
@@ -151,8 +160,29 @@ def test_the_runtime_builds_a_repetition_line_from_its_measurements():
     assert summary == CodedSummary(reps=2, all_verified=True, mean_total_s=1.5)
 
 
+def test_a_repetition_a_death_ended_is_its_own_line_and_the_summary_counts_it():
+    """``fault_tolerance = "ulfm"``: an abandoned repetition is an ``abandoned`` line (no
+    ``verified``: nothing was decoded), apart from the ``run`` lines the figures read."""
+    from mpi_coded.runtime.coded import lines
+
+    r = lines.Repetition(rep=2, t=[10.0, 10.5, 12.0, 12.25])
+    r.end = map_end(build_placement(JOB.params), [4, 5, 0, 2, 1, 3])
+    r.finished, r.lost = [4, 5, 0, 2], [5]
+    r.shuffle = {s: {"messages_missing": float(s != 0)} for s in (4, 0, 2)}
+    r.abandoned = ("shuffle", "server 5 = rank 6 (n) died in the shuffle")
+    line = lines.abandoned_line(JOB, "gf2^8", r, {"0": "n"})
+    assert (line.rep, line.phase, line.why, line.lost) == (2, "shuffle", r.abandoned[1], [5])
+    assert line.missing == {"0": 0, "2": 1, "4": 1}
+    assert (line.encode_s, line.map_s, line.phase_s, line.total_s) == (0.5, 1.5, 0.25, 2.25)
+    d = line.to_dict()
+    assert d["kind"] == "abandoned" and "verified" not in d
+    assert results.views([d, CODED_RUN.to_dict()], CodedRun) == [CODED_RUN]
+    ended = lines.summary_line(3, True, [1.0], [5], [2], ended_early="rep 3: too few")
+    assert not ended.all_verified and ended.abandoned == [2] and ended.lost == [5]
+
+
 def test_the_coded_classes_are_the_readers_of_their_kinds():
-    for record in (CODED_CONFIG, CODED_RUN, CODED_SUMMARY):
+    for record in (CODED_CONFIG, CODED_RUN, CODED_SUMMARY, CODED_ABANDONED):
         line = record.to_dict()
         assert results.VIEWS[("coded", line["kind"])] is type(record)
         assert results.job_of(line) == "coded"

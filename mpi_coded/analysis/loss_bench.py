@@ -1,5 +1,6 @@
-"""What a machine's death costs the elastic job (``fault_tolerance = "ulfm"``): the joins
-of ``scripts/bench_ulfm.py``, pure.
+"""What a machine's death costs the elastic job, and a server's the coded job
+(``fault_tolerance = "ulfm"``): the joins of ``scripts/bench_ulfm.py``, pure (the coded
+job's: :func:`coded_kill_run`, :func:`coded_report`, at the end).
 
 One *kill run* is an elastic job in which one machine is killed (``--fault kill:...``);
 its kill time is what the dying rank printed (``killed by fault injection ... at unix T``)
@@ -36,7 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mpi_coded.analysis.events import EventPrices
-from mpi_coded.results import CONFIG, STEP, SUMMARY, kind_of
+from mpi_coded.results import ABANDONED, CONFIG, RUN, STEP, SUMMARY, kind_of
 
 INTO_ATTEMPT = {"answer": 1.0}
 """How far into the step's first attempt a kill in each fault phase comes, as a fraction
@@ -146,5 +147,87 @@ def report(runs: Sequence[KillRun]) -> dict[str, Any]:
                                                         if r.phase == p),
                          "model_extra_s_median": _median(r.model_extra_s for r in runs
                                                          if r.phase == p)}
+                     for p in phases},
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# the coded job: a server killed in the map, the shuffle or the reduce
+
+
+@dataclass(frozen=True)
+class CodedKillRun:
+    """One coded job with one server killed (``--fault kill:RANK:PHASE@REP``), joined:
+    ``detection_ms`` from the kill to the master knowing (the run or abandoned line's
+    ``lost_at``); ``abandoned``: its repetition ended without outputs (a finisher killed in
+    the shuffle or the reduce; a server killed in the map is a straggler and the repetition
+    verifies); ``rep_total_s`` that repetition's seconds (thrown away when abandoned) beside
+    ``others_total_s``, the median of the repetitions no death touched; ``verified``: the run
+    ended by itself, exit status 0, every ``run`` line and the summary verified."""
+
+    fault: str
+    phase: str
+    server: int
+    returncode: int | None
+    hang: bool
+    verified: bool
+    rep: int | None = None
+    abandoned: bool | None = None
+    detection_ms: float | None = None
+    rep_total_s: float | None = None
+    others_total_s: float | None = None
+    wall_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def coded_kill_run(fault: str, returncode: int | None, stderr: str,
+                   lines: Sequence[dict[str, Any]], wall_s: float | None = None
+                   ) -> CodedKillRun:
+    """Join one coded kill run's stderr and results; ``returncode`` None: it hung."""
+    rank = int(fault.split(":")[1])
+    server, phase = rank - 1, fault.split(":")[2].split("@")[0]
+    hang = returncode is None
+    reps = [r for r in lines if kind_of(r) in (RUN, ABANDONED)]
+    summaries = [r for r in lines if kind_of(r) == SUMMARY]
+    verified = (not hang and returncode == 0 and bool(summaries) and
+                bool(summaries[-1].get("all_verified")) and
+                all(r.get("verified") for r in reps if kind_of(r) == RUN))
+    hit = [r for r in reps if server in (r.get("lost") or [])]
+    if not hit:
+        return CodedKillRun(fault, phase, server, returncode, hang, False, wall_s=wall_s)
+    rec = hit[0]
+    killed = kill_times(stderr).get(rank)
+    known = (rec.get("lost_at") or {}).get(str(server))
+    others = [float(r["total_s"]) for r in reps if r is not rec and kind_of(r) == RUN]
+    return CodedKillRun(
+        fault, phase, server, returncode, hang, verified, int(rec["rep"]),
+        kind_of(rec) == ABANDONED,
+        None if killed is None or known is None else 1e3 * (float(known) - killed),
+        float(rec["total_s"]), _median(others), wall_s)
+
+
+def coded_report(runs: Sequence[CodedKillRun]) -> dict[str, Any]:
+    """The coded bench's numbers: runs, hangs, unverified runs, detection latency (ms:
+    median, max), and per phase killed in the repetitions abandoned, the median latency
+    and the median seconds of the repetition hit beside the others'."""
+    lat = [r.detection_ms for r in runs if r.detection_ms is not None]
+    phases = sorted({r.phase for r in runs})
+    return {
+        "job": "coded",
+        "runs": len(runs),
+        "hangs": sum(r.hang for r in runs),
+        "unverified": sum(not r.verified for r in runs),
+        "detection_ms_median": _median(lat),
+        "detection_ms_max": max(lat) if lat else None,
+        "by_phase": {p: {"runs": sum(r.phase == p for r in runs),
+                         "abandoned": sum(bool(r.abandoned) for r in runs if r.phase == p),
+                         "detection_ms_median": _median(r.detection_ms for r in runs
+                                                        if r.phase == p),
+                         "rep_total_s_median": _median(r.rep_total_s for r in runs
+                                                       if r.phase == p),
+                         "others_total_s_median": _median(r.others_total_s for r in runs
+                                                          if r.phase == p)}
                      for p in phases},
     }

@@ -19,6 +19,10 @@ from typing import NoReturn
 
 from mpi_coded.errors import EXIT_BAD_INPUT, ConfigError, launcher_rank
 
+EXIT_BROKEN_PIPE = 141
+"""Exit status when stdout's reader closed it early (128 + SIGPIPE, as a shell reports a
+process SIGPIPE ended)."""
+
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports bad arguments in one line and exits 2."""
@@ -104,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if launcher_rank() in (None, 0):
             print(f"mpi-coded: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # its reader stopped early (``mpi-coded cluster kill 3 | head``)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

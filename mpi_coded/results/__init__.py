@@ -16,6 +16,7 @@ job         kind           record
 ``cec``     ``summary``    :class:`ElasticSummary`
 ``coded``   ``config``     :class:`CodedConfig`
 ``coded``   ``run``        :class:`CodedRun` (one per repetition)
+``coded``   ``abandoned``  :class:`CodedAbandoned` (a repetition a server's death ended)
 ``coded``   ``summary``    :class:`CodedSummary`
 (a sweep)   ``run_failed`` :class:`RunFailed` (written by ``scripts/sweep.py``)
 =========== ============== ==================================================
@@ -67,6 +68,7 @@ from __future__ import annotations
 
 from mpi_coded.results.coded import (
     PHASE_KEYS,
+    CodedAbandoned,
     CodedConfig,
     CodedRecord,
     CodedRun,
@@ -102,6 +104,7 @@ from mpi_coded.results.jobs import (
 )
 from mpi_coded.results.last_word import LastWord, watch, watcher_main
 from mpi_coded.results.names import (
+    ABANDONED,
     ALL_VERIFIED,
     CEC,
     CODED,
@@ -135,8 +138,8 @@ from mpi_coded.results.writer import ResultsWriter, jsonable
 
 __all__ = [
     # names
-    "ALL_VERIFIED", "CEC", "CODED", "CONFIG", "DEFAULT_JOB", "JOB_KEY", "KIND_KEY", "RUN",
-    "RUN_FAILED", "SETUP", "STEP", "SUMMARY", "SWEEP_KEYS", "VERIFIED", "VERSION_KEYS",
+    "ABANDONED", "ALL_VERIFIED", "CEC", "CODED", "CONFIG", "DEFAULT_JOB", "JOB_KEY", "KIND_KEY",
+    "RUN", "RUN_FAILED", "SETUP", "STEP", "SUMMARY", "SWEEP_KEYS", "VERIFIED", "VERSION_KEYS",
     "SchemaError",
     # reading
     "Line", "job_of", "kind_of", "parse_results", "read_results", "records", "scan_results",
@@ -149,7 +152,8 @@ __all__ = [
     "ElasticConfig", "ElasticSetup", "ElasticStep", "ElasticSummary", "Transpose",
     "JoinedMachine", "LostMachine",
     # coded
-    "PHASE_KEYS", "CodedConfig", "CodedRecord", "CodedRun", "CodedServerMap", "CodedSummary",
+    "PHASE_KEYS", "CodedAbandoned", "CodedConfig", "CodedRecord", "CodedRun", "CodedServerMap",
+    "CodedSummary",
     # writer
     "ResultsWriter", "jsonable",
     # last_word

@@ -1,6 +1,7 @@
 """The coded job's records (``job`` :data:`~mpi_coded.results.names.CODED`):
 :class:`CodedConfig` (its first line), :class:`CodedRun` (one per repetition, each server's
-map a :class:`CodedServerMap`) and :class:`CodedSummary` (its last line)."""
+map a :class:`CodedServerMap`), :class:`CodedAbandoned` (a repetition a finisher's death
+ended, ``fault_tolerance = "ulfm"``) and :class:`CodedSummary` (its last line)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from mpi_coded.results.common import LinkBytes, RunContext, WithLinks
-from mpi_coded.results.names import CODED, CONFIG, RUN, SUMMARY, SchemaError
+from mpi_coded.results.names import ABANDONED, CODED, CONFIG, RUN, SUMMARY, SchemaError
 from mpi_coded.results.record import Record, empty_dict, empty_list, optional, part
 
 
@@ -161,6 +162,8 @@ class CodedRun(WithLinks, CodedRecord):
     lost: list[int] = empty_list()
     """Servers found dead during this repetition (``fault_tolerance = "ulfm"``): lost for
     good, the repetition ran (and verified) without them."""
+    lost_at: dict[str, float] = empty_dict()
+    """Each of :attr:`lost` -> the Unix time the master knew it dead."""
     hosts: dict[str, str] | None = optional()
     """Rank -> the host it ran on (from the READY handshake)."""
     link: LinkBytes | None = part(LinkBytes)
@@ -186,6 +189,37 @@ class CodedRun(WithLinks, CodedRecord):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class CodedAbandoned(CodedRecord):
+    """A repetition that ended without its outputs: a finisher died in the shuffle (a
+    reducer then misses its messages) or a reducer in the reduce (``fault_tolerance =
+    "ulfm"``, docs/coded.md "A server that dies").  The job went on with the next
+    repetition; nothing here is a measurement of the scheme (no ``verified``)."""
+
+    KIND: ClassVar[str] = ABANDONED
+
+    rep: int
+    phase: str
+    """``shuffle`` or ``reduce``: where the repetition ended."""
+    why: str
+    """``server S = rank R (host), ... died in the PHASE``."""
+    lost: list[int] = empty_list()
+    """Servers found dead during this repetition."""
+    lost_at: dict[str, float] = empty_dict()
+    """Each of :attr:`lost` -> the Unix time the master knew it dead."""
+    Q: list[int] = empty_list()
+    extra: list[int] = empty_list()
+    finishing_order: list[int] = empty_list()
+    missing: dict[str, int] = empty_dict()
+    """Each finisher left -> the shuffle messages it never got whole (their sender died)."""
+    encode_s: float = 0.0
+    map_s: float = 0.0
+    phase_s: float = 0.0
+    """Seconds of :attr:`phase` until the master knew it could not end."""
+    total_s: float = 0.0
+    hosts: dict[str, str] | None = optional()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class CodedSummary(Record):
     """The last line of a coded job."""
 
@@ -197,3 +231,9 @@ class CodedSummary(Record):
     mean_total_s: float = 0.0
     lost: list[int] = empty_list()
     """Every server found dead (``fault_tolerance = "ulfm"``), in order."""
+    abandoned: list[int] = empty_list()
+    """Repetitions a finisher's death ended (:class:`CodedAbandoned`); ``all_verified``
+    speaks of the others, and is false when no repetition ended with its outputs."""
+    ended_early: str | None = None
+    """Why the job ended before its last repetition (too few servers left to end the map,
+    ``fault_tolerance = "ulfm"``); ``all_verified`` is then false."""

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from mpi_coded.results.coded import CodedConfig, CodedRun, CodedSummary
+from mpi_coded.results.coded import CodedAbandoned, CodedConfig, CodedRun, CodedSummary
 from mpi_coded.results.common import RunFailed
 from mpi_coded.results.elastic import ElasticConfig, ElasticSetup, ElasticStep, ElasticSummary
 from mpi_coded.results.names import CEC, CODED, CONFIG, RUN, STEP, SUMMARY, SchemaError
@@ -18,7 +18,8 @@ from mpi_coded.results.record import R, Record
 
 VIEWS: dict[tuple[str | None, str], type[Record]] = {
     (c.JOB, c.KIND): c for c in (ElasticConfig, ElasticSetup, ElasticStep, ElasticSummary,
-                                 CodedConfig, CodedRun, CodedSummary, RunFailed)}
+                                 CodedConfig, CodedRun, CodedAbandoned, CodedSummary,
+                                 RunFailed)}
 """``(job, kind)`` -> view class."""
 
 

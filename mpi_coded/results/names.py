@@ -13,8 +13,8 @@ CEC = "cec"
 CODED = "coded"
 """``job`` of the coded job's lines."""
 
-CONFIG, SETUP, STEP, SUMMARY, RUN, RUN_FAILED = (
-    "config", "setup", "step", "summary", "run", "run_failed")
+CONFIG, SETUP, STEP, SUMMARY, RUN, RUN_FAILED, ABANDONED = (
+    "config", "setup", "step", "summary", "run", "run_failed", "abandoned")
 """The ``kind`` of a line."""
 
 DEFAULT_JOB = {STEP: CEC, SETUP: CEC, RUN: CODED}

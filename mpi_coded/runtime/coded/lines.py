@@ -28,6 +28,7 @@ from mpi_coded.coded.job import CodedJob
 from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.shuffle import ShufflePlan
 from mpi_coded.results import (
+    CodedAbandoned,
     CodedConfig,
     CodedRun,
     CodedServerMap,
@@ -63,6 +64,10 @@ class Repetition:
     unresponsive: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     """Servers found dead during this repetition."""
+    lost_at: dict[int, float] = field(default_factory=dict)
+    """Each of :attr:`lost` -> the Unix time the master knew it dead."""
+    abandoned: tuple[str, str] | None = None
+    """(phase, why): a finisher's death ended the repetition there (no outputs)."""
     link: list[Counters | None] = field(default_factory=list)
     """The master's link counters at each :attr:`t` (:mod:`~mpi_coded.runtime.core.linkstats`)."""
 
@@ -147,8 +152,24 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         server_groups_s=by_server(shs, "groups_s"),
         server_groups_created=by_server(shs, "groups_created", int),
         server_decode_s=by_server(r.reduce, "decode_s"), unresponsive=r.unresponsive,
-        lost=r.lost,
+        lost=r.lost, lost_at={str(s): t for s, t in sorted(r.lost_at.items())},
         hosts=hosts, link=link_part(job, field_name, r, plan, hosts))
+
+
+def abandoned_line(job: CodedJob, field_name: str, r: Repetition,
+                   hosts: dict[str, str] | None = None) -> CodedAbandoned:
+    """The line of a repetition a finisher's death ended (``r.abandoned``)."""
+    assert r.abandoned is not None
+    p = job.params
+    phase, why = r.abandoned
+    return CodedAbandoned(
+        scheme=p.scheme, K=p.K, q=p.q, mu=str(p.mu), rows_per_batch=p.rows_per_batch,
+        n=p.n, N=p.N, T=p.T, field=field_name, rep=r.rep, phase=phase, why=why, lost=r.lost,
+        lost_at={str(s): t for s, t in sorted(r.lost_at.items())},
+        Q=list(r.end.Q), extra=list(r.end.extra), finishing_order=r.finished,
+        missing={str(s): int(v["messages_missing"]) for s, v in sorted(r.shuffle.items())},
+        encode_s=r.seconds(0), map_s=r.seconds(1), phase_s=r.t[-1] - r.t[-2],
+        total_s=r.t[-1] - r.t[0], hosts=hosts)
 
 
 PHASES = ("encode", "map", "shuffle", "reduce")
@@ -224,9 +245,13 @@ def _names(mask: float) -> str:
 
 
 def summary_line(reps: int, all_ok: bool, totals: list[float],
-                 lost: list[int] | None = None) -> CodedSummary:
-    """The last line of a job (``totals``: every repetition's ``total_s``; ``lost``: the
-    servers found dead)."""
-    return CodedSummary(reps=reps, all_verified=all_ok,
+                 lost: list[int] | None = None,
+                 abandoned: list[int] | None = None,
+                 ended_early: str | None = None) -> CodedSummary:
+    """The last line of a job (``totals``: every decoded repetition's ``total_s``; ``lost``:
+    the servers found dead; ``abandoned``: the repetitions a death ended; ``ended_early``:
+    why it ended before its last repetition)."""
+    return CodedSummary(reps=reps, all_verified=all_ok and not ended_early,
                         mean_total_s=float(np.mean(totals)) if totals else 0.0,
-                        lost=list(lost or []))
+                        lost=list(lost or []), abandoned=list(abandoned or []),
+                        ended_early=ended_early)

@@ -74,6 +74,7 @@ class CodedMaster:
         self.all_ok = True
         self.totals: list[float] = []  # every repetition's total_s
         self.lost: list[int] = []  # servers found dead, in order
+        self.abandoned: list[int] = []  # repetitions a finisher's death ended
 
     # ---------------------------------------------------------------- talking to servers
 
@@ -113,12 +114,11 @@ class CodedMaster:
     def dead(self, who: list[int]) -> list[int]:
         return [s for s in who if rank_of(s) in self.peers.lost]
 
-    def gone(self, r: Repetition, who: list[int], where: str) -> None:
-        """Servers of ``who`` died in ``where``: the repetition cannot end (one line)."""
-        dead = self.dead(who)
-        if dead:
-            raise CannotGoOn(f"rep {r.rep}: {self.peers.name(rank_of(s) for s in dead)} "
-                             f"died in the {where}")
+    def abandon(self, r: Repetition, phase: str, dead: list[int]) -> None:
+        """Servers ``dead`` died in ``phase`` and the repetition cannot get its outputs:
+        it ends here, and the job goes on with the next one (:meth:`record`)."""
+        who = self.peers.name(rank_of(s) for s in dead) if dead else "a sender"
+        r.abandoned = (phase, f"{who} died in the {phase}")
 
     # ---------------------------------------------------------------- the job
 
@@ -127,12 +127,31 @@ class CodedMaster:
         self.start()
         for rep in range(self.job.reps):
             r = Repetition(rep)
-            self.encode(r)
-            self.map(r)
+            try:
+                self.encode(r)
+                self.map(r)
+            except CannotGoOn as exc:  # too few servers left: the results say so, then end
+                self.writer.write(lines.summary_line(
+                    self.job.reps, False, self.totals, self.lost + self.dead_since(),
+                    self.abandoned, ended_early=str(exc)))
+                self.writer.close()
+                # the servers left stop by themselves, and this rank ends with status 1,
+                # not MPI_Abort: under ULFM an abort after deaths left them running ("Abort
+                # is in progress"), and one after they ended made mpiexec's status 0
+                self.order(self.alive(), P.Kind.STOP, rep, 0)
+                self.soft_collect(self.alive(), P.Kind.BYE, self.job.reps, self.job.timeout_s)
+                print(f"mpi-coded: error: rank 0 ({socket.gethostname()}) in phase "
+                      f"{self.phase}: {exc}", file=sys.stderr, flush=True)
+                return 1
             self.shuffle(r)
-            self.reduce(r)
+            if r.abandoned is None:
+                self.reduce(r)
             self.record(r)
         return self.stop()
+
+    def dead_since(self) -> list[int]:
+        """The servers found dead since the last repetition's record."""
+        return [s for s in self.dead(self.servers) if s not in self.lost]
 
     def start(self) -> None:
         """Setup: the same placement, code and data as every server, the config line, the
@@ -209,26 +228,43 @@ class CodedMaster:
 
         A finisher that cannot be reached stops the others' shuffles too, and only they
         know whom they miss: the master waits :data:`SHUFFLE_MARGIN_S` beyond their
-        deadline, so that their error (naming the silent servers and hosts) ends the job."""
+        deadline, so that their error (naming the silent servers and hosts) ends the job.
+        Under ``fault_tolerance = "ulfm"`` a finisher that dies is not waited for: the
+        finishers left end their shuffle without its messages, and when a reducer is dead
+        or misses one the repetition is abandoned (the reducers left are told, ABANDON)."""
         self.phase.set("shuffle", r.rep)
         finishers = list(r.end.finishers)
         sh = self.collect(finishers, P.Kind.DONE, r.rep, "shuffle", aux=SHUFFLE,
                           margin=SHUFFLE_MARGIN_S)
-        self.gone(r, finishers, "shuffle")
-        progress(r.rep, "shuffle", r.mark(), "")
-        r.shuffle = {s: stats_of(sh[s], SHUFFLE_STATS) for s in finishers}
+        seconds = r.mark()
+        r.shuffle = {s: stats_of(sh[s], SHUFFLE_STATS) for s in finishers if s in sh}
+        short = [s for s in r.end.Q
+                 if s not in r.shuffle or r.shuffle[s]["messages_missing"] > 0]
+        if short:
+            self.peers.detect()
+            self.abandon(r, "shuffle", self.dead(finishers))
+            self.order([s for s in r.end.Q if s in r.shuffle], P.Kind.ABANDON, r.rep, 0)
+            assert r.abandoned is not None
+            progress(r.rep, "shuffle", seconds, f"abandoned: {r.abandoned[1]}")
+            return
+        progress(r.rep, "shuffle", seconds, "")
 
     def reduce(self, r: Repetition) -> None:
-        """Every reducer decodes its outputs and sends them."""
+        """Every reducer decodes its outputs and sends them (a reducer that dies before its
+        outputs are in abandons the repetition, ``fault_tolerance = "ulfm"``)."""
         self.phase.set("reduce", r.rep)
         reducers = list(r.end.Q)
         self.order(reducers, P.Kind.PHASE, r.rep, REDUCE)
         r.outputs = self.collect(reducers, P.Kind.OUTPUT, r.rep, "decoded outputs")
-        self.gone(r, reducers, "reduce")
         seconds = r.mark()
         red = self.collect(reducers, P.Kind.DONE, r.rep, "reduce", aux=REDUCE)
-        self.gone(r, reducers, "reduce")
-        r.reduce = {s: stats_of(red[s], REDUCE_STATS) for s in reducers}
+        r.reduce = {s: stats_of(red[s], REDUCE_STATS) for s in reducers if s in red}
+        without = [s for s in reducers if s not in r.outputs]
+        if without:
+            self.abandon(r, "reduce", without)
+            assert r.abandoned is not None
+            progress(r.rep, "reduce", seconds, f"abandoned: {r.abandoned[1]}")
+            return
         progress(r.rep, "reduce", seconds, f"decoder {lines.algorithms(r.reduce, 'decoder')}")
 
     def late_maps(self, r: Repetition) -> None:
@@ -258,15 +294,25 @@ class CodedMaster:
     def record(self, r: Repetition) -> None:
         """The late map reports, verification, the repetition's line and table row."""
         self.late_maps(r)
-        r.lost = [s for s in self.dead(self.servers) if s not in self.lost]
+        r.lost = self.dead_since()
+        r.lost_at = {s: self.peers.lost[rank_of(s)] for s in r.lost}
         self.lost += r.lost
         for s in r.lost:
             print(f"mpi-coded: warning: rep {r.rep}: {self.peers.name([rank_of(s)])} died: "
                   "lost, the job goes on without it", file=sys.stderr, flush=True)
+        hosts = {"0": socket.gethostname(), **{str(k): v for k, v in self.peers.host.items()}}
+        if r.abandoned is not None:
+            phase, why = r.abandoned
+            self.abandoned.append(r.rep)
+            print(f"mpi-coded: warning: rep {r.rep}: {why}: the repetition ends without its "
+                  "outputs; the job goes on with the next", file=sys.stderr, flush=True)
+            self.writer.write(lines.abandoned_line(self.job, self.setup.field.name, r, hosts))
+            print(f"{r.rep:>3} {','.join(map(str, r.end.Q)):<20} "
+                  f"{','.join(map(str, r.end.extra)):<8} abandoned in the {phase}", flush=True)
+            return
         plan = shuffle_plan(self.setup.placement, r.end)
         ok, err = self.verify(r)
         self.all_ok = self.all_ok and ok
-        hosts = {"0": socket.gethostname(), **{str(k): v for k, v in self.peers.host.items()}}
         line = lines.repetition_line(self.job, self.setup.field.name, r, plan,
                                      self.verifier.method, ok, err, hosts)
         self.writer.write(line)
@@ -283,7 +329,10 @@ class CodedMaster:
         self.phase.set("stop")
         alive = self.alive()
         self.order(alive, P.Kind.STOP, job.reps, 0)
-        self.writer.write(lines.summary_line(job.reps, self.all_ok, self.totals, self.lost))
+        ended = job.reps - len(self.abandoned)
+        all_ok = self.all_ok and ended > 0
+        self.writer.write(lines.summary_line(job.reps, all_ok, self.totals, self.lost,
+                                             self.abandoned))
         self.writer.close()
         bye = self.soft_collect(alive, P.Kind.BYE, job.reps, job.timeout_s)
         if len(bye) < len(self.alive()):
@@ -292,6 +341,10 @@ class CodedMaster:
                                    f"{job.timeout_s} s (results are complete)")
         if not self.all_ok:
             print("mpi-coded: error: decoded outputs did not match A x_i", file=sys.stderr)
+            return 1
+        if not ended:
+            print(f"mpi-coded: error: every one of the {job.reps} repetitions was abandoned "
+                  "(a finisher died in each): no output was decoded", file=sys.stderr)
             return 1
         return 0
 

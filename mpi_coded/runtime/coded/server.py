@@ -8,7 +8,9 @@ Per repetition it obeys the master's phases (docs/theory.md, B.2):
 3. shuffle (finishers only): execute its part of the plan every finisher
    derives from ``(Q, extra, unicast_rows)``: coded multicasts (sums of padded segments of
    its own values) and unicasts out; cancel and store what comes in;
-4. reduce (reducers only): decode its outputs and send them to the master.
+4. reduce (reducers only): decode its outputs and send them to the master, unless the
+   master abandons the repetition (ABANDON: a finisher died in the shuffle,
+   ``fault_tolerance = "ulfm"``).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class MapRun:
         self.rows_done = 0
 
     def run(self, inbox: Inbox, deadline: float) -> Msg | None:
-        """Map chunk by chunk; return the master's MAP_END if it came first."""
+        """Map chunk by chunk; return the master's MAP_END (or STOP) if it came first."""
         job, field = self.setup.job, self.setup.field
         rows = self.coded.shape[0]
         cuts = map_chunk_cuts(rows, job.chunks)
@@ -83,7 +85,7 @@ class MapRun:
             got: list[Msg] = []
 
             def stop_order(got: list[Msg] = got) -> bool:
-                msg = inbox.test({P.Kind.MAP_END}, None, deadline)
+                msg = inbox.test({P.Kind.MAP_END, P.Kind.STOP}, None, deadline)
                 if msg is not None:
                     got.append(msg)
                 return bool(got)
@@ -116,15 +118,18 @@ class CodedServer:
             coded = self.encode(rep, wait)
             if coded is None:
                 break  # the master stopped early
-            mr, end = self.map(rep, coded)
+            mapped = self.map(rep, coded)
+            if mapped is None:
+                break  # the master stopped (too few servers left to end the map)
+            mr, end = mapped
             wait = self.sat_out
             if self.server not in end.finishers:
                 continue  # not needed: stopped (or finished too late); wait for the next phase
             plan, data = self.shuffle(rep, mr, end)
             if self.server not in end.Q:
                 continue  # an extra server sends but does not reduce
-            self.reduce(rep, plan, data)
-            wait = self.timeout
+            if self.reduce(rep, plan, data):
+                wait = self.timeout
         else:
             self.phase.set("stop")
             self.master.recv({P.Kind.STOP}, None, wait, "the master's stop")
@@ -183,8 +188,9 @@ class CodedServer:
             ENCODE)
         return coded
 
-    def map(self, rep: int, coded: np.ndarray) -> tuple[MapRun, MapEnd]:
-        """Map under the throttle until done or told to stop; the master's map end."""
+    def map(self, rep: int, coded: np.ndarray) -> tuple[MapRun, MapEnd] | None:
+        """Map under the throttle until done or told to stop; the master's map end (None:
+        the master said STOP instead, too few servers left to end the map)."""
         self._enter("map", rep, (MAP, "the map order"))
         link0 = linkstats.read()
         mr = MapRun(self.setup, self.server, coded, rep, self.slow)
@@ -197,9 +203,11 @@ class CodedServer:
             peak_rss_mb=peak_rss_mb(), **linkstats.span_values(link0, linkstats.read())),
             int(stopped))
         if end is None:
-            end = self.master.recv({P.Kind.MAP_END}, rep, self.timeout,
+            end = self.master.recv({P.Kind.MAP_END, P.Kind.STOP}, rep, self.timeout,
                                    "the master's map-end decision")
         h, payload = end
+        if h.kind == P.Kind.STOP:
+            return None
         if h.step != rep or payload is None:
             raise P.WireError(f"MAP_END for repetition {h.step}, expected {rep}")
         got = decode_map_end(payload)
@@ -231,13 +239,22 @@ class CodedServer:
         self._report(P.Kind.DONE, rep, SHUFFLE_STATS.pack(
             shuffle_s=shuffle_s, multicast_values=transfer.multicast_values,
             unicast_values=transfer.unicast_values, bytes_sent=transfer.bytes_sent,
-            plan_s=plan_s, groups_created=made[0], groups_s=made[1], peak_rss_mb=peak_rss_mb(),
+            plan_s=plan_s, groups_created=made[0], groups_s=made[1],
+            messages_missing=len(transfer.missing), peak_rss_mb=peak_rss_mb(),
             **linkstats.span_values(link0, linkstats.read())), SHUFFLE)
         return plan, data
 
-    def reduce(self, rep: int, plan: ShufflePlan, data: ServerData) -> None:
-        """Decode this reducer's outputs and send them to the master."""
-        self._enter("reduce", rep, (REDUCE, "the reduce order"))
+    def reduce(self, rep: int, plan: ShufflePlan, data: ServerData) -> bool:
+        """Decode this reducer's outputs and send them to the master; False when the
+        master abandoned the repetition instead (a finisher died in the shuffle)."""
+        self.phase.set("reduce", rep)
+        h, _ = self.master.recv({P.Kind.PHASE, P.Kind.ABANDON}, rep, self.timeout,
+                                "the reduce order")
+        if h.kind == P.Kind.ABANDON:
+            return False
+        if h.aux != REDUCE:
+            raise P.WireError(f"expected the reduce order, got phase {h.aux}")
+        at_phase(self.faults, self.comm, "reduce", rep)
         link0 = linkstats.read()
         red = next(r for r in plan.reducers if r.server == self.server)
         t = time.perf_counter()
@@ -253,6 +270,7 @@ class CodedServer:
             decode_s=dec_s, decoder=mask(self.setup.code.decoders),
             peak_rss_mb=peak_rss_mb(), **linkstats.span_values(link0, linkstats.read_sent())),
             REDUCE)
+        return True
 
     def stop(self) -> None:
         if self.groups is not None:

@@ -32,12 +32,14 @@ from mpi_coded.runtime.core.wire import WireError
 # the coded job's statistics records: the core ones plus the algorithms that ran (a bit
 # mask of mpi_coded.coded.code.ALGORITHMS), the rank's peak resident memory so far and its
 # host's link counters at the phase's start and end (records.LINK); the shuffle's also the
-# bcast group communicators it created and the seconds that took
+# bcast group communicators it created and the seconds that took, and the messages a dead
+# sender never completed (fault_tolerance = "ulfm")
 ENCODE_STATS = StatsLayout("encode stats", (*records.ENCODE_DONE.fields, "encoder", "peak_rss_mb",
                                        *records.LINK))
 MAP_STATS = StatsLayout("map stats", (*records.MAP_DONE.fields, "peak_rss_mb", *records.LINK))
 SHUFFLE_STATS = StatsLayout("shuffle stats", (*records.SHUFFLE_DONE.fields, "groups_created",
-                                         "groups_s", "peak_rss_mb", *records.LINK))
+                                         "groups_s", "messages_missing", "peak_rss_mb",
+                                         *records.LINK))
 REDUCE_STATS = StatsLayout("reduce stats", (*records.REDUCE_DONE.fields, "decoder", "peak_rss_mb",
                                        *records.LINK))
 

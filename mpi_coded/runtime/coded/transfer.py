@@ -16,6 +16,10 @@ before anything moves (as mpi4py-fft's
 Headers are still checked (kind, repetition, plan index, shape).  A deadline passed names
 the servers still owing a message and those a send of this server has not reached, each
 as ``server S = rank R (host)`` (the hosts from :func:`~mpi_coded.runtime.core.peers.world_hosts`).
+Under ``fault_tolerance = "ulfm"`` a message whose sender died completes in error: it is
+:attr:`ShuffleTransfer.missing` (the shuffle goes on with the servers left, whose messages
+are all received, and the master ends the repetition when a reducer misses one); a send
+to a dead server is not waited for.
 
 Multicast transport (``--multicast``, :data:`mpi_coded.coded.job.MULTICAST_MODES`):
 
@@ -74,7 +78,6 @@ from mpi_coded.coded.replay import ServerData
 from mpi_coded.coded.shuffle import ShufflePlan
 from mpi_coded.runtime.core import ulfm
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.wait import DeadlineExceeded, poll_until
 
 SHUFFLE_MARGIN_S = 2.0
@@ -190,6 +193,12 @@ class ShuffleTransfer:
     _sends: list[MPI.Request] = field(default_factory=list)
     _send_to: list[tuple[int, ...]] = field(default_factory=list)  # receivers, per send
     _keep: list[np.ndarray] = field(default_factory=list)
+    missing: list[tuple[P.Kind, int]] = field(default_factory=list)
+    """``fault_tolerance = "ulfm"``: the messages (kind, plan index) whose sender died
+    before they arrived whole (the repetition cannot reduce here)."""
+    dead: set[int] = field(default_factory=set)
+    """The servers found dead while this shuffle waited for them (a message from them
+    failed, or a send to them)."""
 
     def post(self) -> None:
         """Post every receive of this server, with its known size (bcast: the unicasts;
@@ -285,27 +294,44 @@ class ShuffleTransfer:
             self._bcasts = waiting
         still = []
         for m in self._incoming:
-            if MPI.Request.Testall(m.reqs):
+            state = self._arrived(m)
+            if state is True:
                 self._take(m)
-            else:
+            elif state is False:
                 still.append(m)
         self._incoming = still
         if self._incoming or self._bcasts:
             return False
-        return bool(MPI.Request.Testall(self._sends))
+        sending = []
+        for req, to in zip(self._sends, self._send_to):
+            state = ulfm.test(req)
+            if state is None:  # its receiver died: nothing to wait for
+                self.dead.update(to)
+            elif not state:
+                sending.append((req, to))
+        self._sends, self._send_to = [r for r, _ in sending], [t for _, t in sending]
+        return not self._sends
+
+    def _arrived(self, m: _Incoming) -> bool | None:
+        """``m`` arrived whole (True), not yet (False), or never will: its sender died
+        (None; its requests left are cancelled, and it is in :attr:`missing`)."""
+        states = [ulfm.test(req) for req in m.reqs]
+        if None not in states:
+            return all(states)
+        for req, state in zip(m.reqs, states):
+            if state is False:
+                req.Cancel()
+        self.missing.append((m.kind, m.index))
+        self.dead.add(m.sender)
+        return None
 
     def finish(self, deadline: float) -> None:
-        """Wait for every message in and out; a timeout names the silent senders, a peer's
-        death (``fault_tolerance = "ulfm"``) names the dead."""
+        """Wait for every message in and out; a timeout names the silent senders.  Under
+        ``fault_tolerance = "ulfm"`` a peer's death is not waited for: the messages of the
+        servers left are still received (none is left behind for a later repetition's
+        receives to match), the dead one's are :attr:`missing`."""
         try:
             poll_until(self._progress, deadline, "shuffle messages", active=True)
-        except MPI.Exception as exc:
-            dead = {r - 1 for r in ulfm.failed_ranks(self.comm) if r > 0} \
-                if ulfm.is_failure(exc, in_status=True) else set()
-            if not dead:
-                raise
-            raise CannotGoOn(f"{self.name(dead)} died in the shuffle, whose messages this "
-                             "server needs") from None
         except DeadlineExceeded:
             for m in self._incoming:
                 for r in m.reqs:

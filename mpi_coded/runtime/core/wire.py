@@ -57,6 +57,7 @@ class Kind(enum.IntEnum):
     UNICAST = 25  # server -> server: unicast values (aux = plan index)
     OUTPUT = 26  # reducer -> master: decoded y for its outputs (m x N/q)
     BYE = 27  # server -> master: stopping (the job may end)
+    ABANDON = 28  # master -> reducer: repetition ``step`` ends here (a finisher died), no reduce
 
 
 
