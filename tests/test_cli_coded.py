@@ -122,7 +122,9 @@ def test_a_reader_that_stops_early_is_no_traceback():
     try:
         r = subprocess.run([sys.executable, "-m", "mpi_coded", "load", "--scheme", "unified",
                             "--K", "6", "--q", "4", "--mu", "1/2"], stdout=write,
-                           stderr=subprocess.PIPE, text=True, timeout=120)
+                           stderr=subprocess.PIPE, text=True, timeout=120,
+                           env={k: v for k, v in os.environ.items()  # stdout buffered
+                                if k != "PYTHONUNBUFFERED"})
     finally:
         os.close(write)
     from mpi_coded.cli.main import EXIT_BROKEN_PIPE

@@ -156,6 +156,22 @@ def test_the_runtime_builds_a_repetition_line_from_its_measurements():
     assert line.server_groups_s == {str(s): 0.004 for s in end.finishers}
     assert isinstance(line.server_groups_created["4"], int)
     assert_same(CodedRun.from_record(json.loads(json.dumps(line.to_dict()))), line)
+    # a finisher that sent its part and died before reporting it: its values from the plan
+    def sent(s: int) -> dict[str, float]:
+        mc, uc = plan.sends(s)
+        return {**per, "peak_rss_mb": 70.0, "multicast_values": float(sum(
+            plan.multicasts[i].length for i in mc)), "unicast_values": float(sum(
+                plan.unicasts[i].size for i in uc))}
+
+    gone = end.finishers[-1]
+    r.shuffle = {s: sent(s) for s in end.finishers if s != gone}
+    line = lines.repetition_line(JOB, "gf2^8", r, plan, "exact", True, 0.0)
+    assert line.multicast_values + line.unicast_values == plan.values
+    mc, uc = plan.sends(gone)
+    assert line.bytes_on_wire == 60 * (len(end.finishers) - 1) + sum(
+        plan.multicasts[i].length * len(plan.multicasts[i].receivers) for i in mc) + sum(
+        plan.unicasts[i].size for i in uc)  # gf2^8: a byte a value
+    assert str(gone) not in line.server_shuffle_s
     summary = lines.summary_line(2, True, [1.0, 2.0])
     assert summary == CodedSummary(reps=2, all_verified=True, mean_total_s=1.5)
 

@@ -103,7 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rest = load_plugins(sys.argv[1:] if argv is None else list(argv))
         parser = build_parser()
         args = parser.parse_args(rest)
-        return int(args.func(args) or 0)
+        rc = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's exit
+        return rc
     except ConfigError as exc:
         if launcher_rank() in (None, 0):
             print(f"mpi-coded: error: {exc}", file=sys.stderr)

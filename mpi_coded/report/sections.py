@@ -172,7 +172,10 @@ def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) 
                 if not r.verified]
     if job.summary is None:
         problems.append(f"{title}: no summary line (the job did not finish)")
-    if len(job.runs) < c.reps:
+    elif job.summary.ended_early:
+        problems.append(f"{title}: ended early: {job.summary.ended_early}")
+    abandoned = job.summary.abandoned if job.summary is not None else []
+    if len(job.runs) + len(abandoned) < c.reps:
         problems.append(f"{title}: {len(job.runs)} of {c.reps} repetitions written")
     predicted, why = model(job) if model is not None else (None, "")
     rows: list[dict[str, Any]] = [r.fields_dict() for r in job.runs]
@@ -191,7 +194,9 @@ def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) 
              H.note(f"straggler model {c.straggler or 'none'}, t_row {c.t_row} s, seed "
                     f"{c.seed}, multicast {c.multicast or 'p2p'}, wait for {c.wait_for} of "
                     f"{c.K} servers, r={c.r} coded rows; decoders used: "
-                    f"{', '.join(used) or 'none'}"),
+                    f"{', '.join(used) or 'none'}"
+                    + (f"; repetitions abandoned (a server died in them): "
+                       f"{', '.join(map(str, abandoned))}" if abandoned else "")),
              H.fold(H.table(RUN_COLUMNS, rows, "coded-run", bad, classes), len(job.runs),
                     "repetitions")]
     if why:

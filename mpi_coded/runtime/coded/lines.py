@@ -125,8 +125,9 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
     """The line of one repetition."""
     p = job.params
     shs = r.shuffle
-    mc_values = int(sum(v["multicast_values"] for v in shs.values()))
-    uc_values = int(sum(v["unicast_values"] for v in shs.values()))
+    sent = {**shs, **unreported(plan, r, field_name)}
+    mc_values = int(sum(v["multicast_values"] for v in sent.values()))
+    uc_values = int(sum(v["unicast_values"] for v in sent.values()))
     measured = Fraction(mc_values + uc_values, p.m * p.N)
     analytic = p.spec.paper_load(p)
     rss = peak_rss(r.encode, r.map, shs, r.reduce)
@@ -141,7 +142,7 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         load_analytic=float(analytic), load_analytic_exact=str(analytic),
         load_plan_exact=str(plan.load), padding_values=str(plan.padding),
         strategy=plan.strategy, s_q=plan.s_q,
-        bytes_on_wire=int(sum(v["bytes_sent"] for v in shs.values())),
+        bytes_on_wire=int(sum(v["bytes_sent"] for v in sent.values())),
         verified=bool(ok), max_error=float(err), verify=verify,
         encoder=algorithms(r.encode, "encoder"), decoder=algorithms(r.reduce, "decoder"),
         server_encoder=by_server(r.encode, "encoder", _names),
@@ -154,6 +155,23 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         server_decode_s=by_server(r.reduce, "decode_s"), unresponsive=r.unresponsive,
         lost=r.lost, lost_at={str(s): t for s, t in sorted(r.lost_at.items())},
         hosts=hosts, link=link_part(job, field_name, r, plan, hosts))
+
+
+def unreported(plan: ShufflePlan, r: Repetition, field_name: str) -> Stats:
+    """The shuffle's values and bytes of finishers that sent their part and died before
+    reporting it (``fault_tolerance = "ulfm"``: the reducers got every message, so the
+    repetition decoded), from the plan; their times stay unknown."""
+    out: Stats = {}
+    for s in r.end.finishers:
+        if s in r.shuffle:
+            continue
+        mc, uc = plan.sends(s)
+        mcv = sum(plan.multicasts[i].length for i in mc)
+        mcb = sum(plan.multicasts[i].length * len(plan.multicasts[i].receivers) for i in mc)
+        ucv = sum(plan.unicasts[i].size for i in uc)
+        out[s] = {"multicast_values": float(mcv), "unicast_values": float(ucv),
+                  "bytes_sent": float((mcb + ucv) * ITEMSIZE[field_name])}
+    return out
 
 
 def abandoned_line(job: CodedJob, field_name: str, r: Repetition,

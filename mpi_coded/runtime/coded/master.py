@@ -19,6 +19,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from collections.abc import Iterable
 
 from mpi4py import MPI
 
@@ -42,9 +43,9 @@ from mpi_coded.runtime.coded.setup import (
     working_bytes,
 )
 from mpi_coded.runtime.coded.transfer import SHUFFLE_MARGIN_S
-from mpi_coded.runtime.core import records
+from mpi_coded.runtime.core import records, ulfm
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.guard import CannotGoOn, Phase
+from mpi_coded.runtime.core.guard import Phase, TooFewLeft
 from mpi_coded.runtime.core.inbox import Msg
 from mpi_coded.runtime.core.memory import prefault
 from mpi_coded.runtime.core.peers import Peers, world_hosts
@@ -123,14 +124,15 @@ class CodedMaster:
     # ---------------------------------------------------------------- the job
 
     def run(self) -> int:
-        """The whole job; the exit status (1: a decoded output did not match)."""
+        """The whole job; the exit status (1: a decoded output did not match, too few
+        servers were left, or every repetition was abandoned)."""
         self.start()
         for rep in range(self.job.reps):
             r = Repetition(rep)
             try:
                 self.encode(r)
                 self.map(r)
-            except CannotGoOn as exc:  # too few servers left: the results say so, then end
+            except TooFewLeft as exc:  # the results say so, then the job ends
                 self.writer.write(lines.summary_line(
                     self.job.reps, False, self.totals, self.lost + self.dead_since(),
                     self.abandoned, ended_early=str(exc)))
@@ -199,18 +201,22 @@ class CodedMaster:
         """Map until the map-end rule holds on the real finishing order; tell everyone."""
         self.phase.set("map", r.rep)
         self.order(self.alive(), P.Kind.PHASE, r.rep, MAP)
+
+        def finished(done: Iterable[int]) -> list[int]:  # a server dead since is no finisher
+            return [x - 1 for x in done if x not in self.peers.lost]
+
         try:
             got, _ = self.peers.collect(
                 [rank_of(s) for s in self.alive()], [P.Kind.MAP_DONE], r.rep,
                 hard=deadline_in(self.job.timeout_s), what="map", stale=self._stale,
-                until=lambda done: map_phase_done(self.setup.placement, [x - 1 for x in done]))
+                until=lambda done: map_phase_done(self.setup.placement, finished(done)))
         except DeadlineExceeded as exc:
             raise DeadlineExceeded(f"{exc}: too few servers finished their map within "
                                    f"{self.job.timeout_s} s") from None
         r.map = {x - 1: stats_of(msgs[0], MAP_STATS) for x, msgs in got.items()}
-        r.finished = list(r.map)
+        r.finished = finished(got)
         if not map_phase_done(self.setup.placement, r.finished):  # the dead left too few
-            raise CannotGoOn(
+            raise TooFewLeft(
                 f"rep {r.rep}: {self.peers.name(rank_of(s) for s in self.dead(self.servers))}"
                 f" died; the {len(r.finished)} servers left cannot end the map")
         end = map_end(self.setup.placement, r.finished)
@@ -241,7 +247,8 @@ class CodedMaster:
         short = [s for s in r.end.Q
                  if s not in r.shuffle or r.shuffle[s]["messages_missing"] > 0]
         if short:
-            self.peers.detect()
+            if ulfm.enabled():
+                self.peers.detect()
             self.abandon(r, "shuffle", self.dead(finishers))
             self.order([s for s in r.end.Q if s in r.shuffle], P.Kind.ABANDON, r.rep, 0)
             assert r.abandoned is not None

@@ -196,6 +196,8 @@ class CodedServer:
         mr = MapRun(self.setup, self.server, coded, rep, self.slow)
         t = time.perf_counter()
         end = mr.run(self.master.inbox, deadline_in(self.timeout))
+        if end is not None and end[0].kind == P.Kind.STOP:
+            return None
         stopped = end is not None
         self._report(P.Kind.MAP_DONE, rep, MAP_STATS.pack(
             compute_s=mr.compute_s, wall_s=time.perf_counter() - t, target_s=mr.target,

@@ -196,9 +196,6 @@ class ShuffleTransfer:
     missing: list[tuple[P.Kind, int]] = field(default_factory=list)
     """``fault_tolerance = "ulfm"``: the messages (kind, plan index) whose sender died
     before they arrived whole (the repetition cannot reduce here)."""
-    dead: set[int] = field(default_factory=set)
-    """The servers found dead while this shuffle waited for them (a message from them
-    failed, or a send to them)."""
 
     def post(self) -> None:
         """Post every receive of this server, with its known size (bcast: the unicasts;
@@ -292,6 +289,17 @@ class ShuffleTransfer:
                 else:
                     waiting.append((i, buf, req))
             self._bcasts = waiting
+        if not ulfm.enabled():  # one Testall per message and for the sends (a death raises)
+            still = []
+            for m in self._incoming:
+                if MPI.Request.Testall(m.reqs):
+                    self._take(m)
+                else:
+                    still.append(m)
+            self._incoming = still
+            if self._incoming or self._bcasts:
+                return False
+            return bool(MPI.Request.Testall(self._sends))
         still = []
         for m in self._incoming:
             state = self._arrived(m)
@@ -302,13 +310,8 @@ class ShuffleTransfer:
         self._incoming = still
         if self._incoming or self._bcasts:
             return False
-        sending = []
-        for req, to in zip(self._sends, self._send_to):
-            state = ulfm.test(req)
-            if state is None:  # its receiver died: nothing to wait for
-                self.dead.update(to)
-            elif not state:
-                sending.append((req, to))
+        sending = [(req, to) for req, to in zip(self._sends, self._send_to)
+                   if ulfm.test(req) is False]  # None: its receiver died, nothing to wait for
         self._sends, self._send_to = [r for r, _ in sending], [t for _, t in sending]
         return not self._sends
 
@@ -321,8 +324,8 @@ class ShuffleTransfer:
         for req, state in zip(m.reqs, states):
             if state is False:
                 req.Cancel()
+                ulfm.test(req)  # a cancelled request completes (cancelled, or in error)
         self.missing.append((m.kind, m.index))
-        self.dead.add(m.sender)
         return None
 
     def finish(self, deadline: float) -> None:
@@ -338,8 +341,8 @@ class ShuffleTransfer:
                     r.Cancel()
             senders = {m.sender for m in self._incoming}
             senders |= {self.plan.multicasts[i].sender for i, _, _ in self._bcasts}
-            unsent = {k for req, to in zip(self._sends, self._send_to) if not req.Test()
-                      for k in to}
+            unsent = {k for req, to in zip(self._sends, self._send_to)
+                      if ulfm.test(req) is False for k in to}
             said = [f"shuffle messages from {self.name(senders)}"] if senders else []
             said += [f"this server's sends to {self.name(unsent)} to complete"] if unsent \
                 else ([] if senders else ["this server's sends to complete"])

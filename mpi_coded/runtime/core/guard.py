@@ -34,6 +34,11 @@ class CannotGoOn(RuntimeError):
     traceback, and ends the job."""
 
 
+class TooFewLeft(CannotGoOn):
+    """Too few workers are left to go on (``fault_tolerance = "ulfm"``): the job ends
+    itself, its results saying why."""
+
+
 class Terminated(CannotGoOn):
     """The launcher ended the job (SIGTERM): e.g. Open MPI's, which ends every job that
     loses a host's daemon (docs/elastic.md, "Machines that die")."""
