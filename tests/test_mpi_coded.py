@@ -120,3 +120,67 @@ def test_bad_input_and_world_size(tmp_path):
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and msg in lines[0] and "Traceback" not in r.stderr
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def _rank_of(pid: str) -> int | None:
+    """The MPI rank a process's launcher gave it (hydra's ``PMI_RANK``, Open MPI's
+    ``OMPI_COMM_WORLD_RANK``), None for the launcher itself."""
+    from pathlib import Path
+
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for var in (b"PMI_RANK=", b"OMPI_COMM_WORLD_RANK="):
+        for e in env:
+            if e.startswith(var):
+                return int(e[len(var):])
+    return None
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_a_coded_job_whose_rank_0_is_killed_ends_with_its_watchers_summary(tmp_path):
+    """kill -9 of rank 0 after its first repetition (as a host lost takes it): the
+    results end with the summary its watcher wrote, unverified, saying how far it got."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT, launcher_env, mpiexec_cmd, processes_matching
+    from mpi_coded.proctree import kill_tree
+    from mpi_coded.results import RUN, SUMMARY, kind_of, read_results
+
+    out = tmp_path / "coded.jsonl"
+    cmd = [*mpiexec_cmd(7), sys.executable, "-m", "mpi_coded", "run", "coded", "--scheme",
+           "unified", "--K", "6", "--q", "4", "--mu", "1/2", "--rows-per-batch", "4", "--n",
+           "8", "--N", "12", "--reps", "500", "--t-row", "0.01", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, cwd=ROOT,
+                            env={**os.environ, **launcher_env()})
+    try:
+        end = time.monotonic() + 180
+        while not (out.exists() and any(kind_of(ln) == RUN for ln in read_results(out))):
+            assert proc.poll() is None and time.monotonic() < end, "no repetition came"
+            time.sleep(0.1)
+        [rank0] = [p.split(":")[0] for p in processes_matching(str(out))  # not its watcher
+                   if " run coded " in p and _rank_of(p.split(":")[0]) == 0]
+        os.kill(int(rank0), signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            kill_tree(proc.pid)
+            proc.communicate()
+    end = time.monotonic() + 15  # the watcher appends its line a moment after rank 0 died
+    while kind_of(list(read_results(out))[-1]) != SUMMARY and time.monotonic() < end:
+        time.sleep(0.1)
+    lines = list(read_results(out))
+    runs = [ln for ln in lines if kind_of(ln) == RUN]
+    summary = lines[-1]
+    assert kind_of(summary) == SUMMARY and not summary["all_verified"], lines[-1]
+    assert summary["ended_early"].startswith(f"rank 0 ({os.uname().nodename}, pid {rank0})")
+    assert f"after repetition {runs[-1]['rep']} without writing its summary" in \
+        summary["ended_early"]
+    assert runs and all(r["verified"] for r in runs) and summary["reps"] == 500

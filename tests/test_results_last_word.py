@@ -38,6 +38,22 @@ def test_without_done_the_last_provisional_summary_is_appended_unverified(tmp_pa
     assert "after step 2 without writing its summary" in last["ended_early"]
 
 
+def test_a_provisional_summary_may_say_how_far_the_job_got(tmp_path):
+    """The coded job's summary has no steps: rank 0 says ``after repetition R`` itself, and
+    only the summary is written."""
+    coded = {"kind": "summary", "job": "coded", "reps": 5, "all_verified": True,
+             "abandoned": [1]}
+    p = _file(tmp_path, {"kind": "config", "job": "coded"})
+    pipe = io.StringIO("".join(json.dumps({"provisional_summary": coded, "after": a}) + "\n"
+                               for a in ("before its first repetition",
+                                         "after repetition 0", "after repetition 1")))
+    assert watch(str(p), 7, "h", pipe)
+    last = read_results(p)[-1]
+    assert {k: last[k] for k in coded} == dict(coded, all_verified=False)
+    assert "after repetition 1 without writing its summary" in last["ended_early"]
+    assert set(last) == {*coded, "ended_early"}
+
+
 def test_done_or_a_summary_already_written_adds_nothing(tmp_path):
     p = _file(tmp_path, CONFIG, STEP)
     before = p.read_text()

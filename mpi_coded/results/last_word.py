@@ -7,12 +7,13 @@ same.  Rank 0 then writes no summary and the results file ends with the last ste
 the job were still running.
 
 :class:`LastWord` starts a small watcher process when rank 0 opens its results file.
-Rank 0 hands it, after each step, the summary it would write if it ended there (its
-*provisional* summary, ``ended_early`` to be filled in); at a normal end rank 0 says
-``done``.  When the watcher's pipe closes without ``done`` and the file's last line is not
-a summary, rank 0 died without its last word: the watcher appends the provisional summary
-with ``all_verified`` false and ``ended_early`` saying that rank 0 was killed, when, and
-after which step.  Nothing measured is lost, and every reader sees a job that ended.
+Rank 0 hands it, after each step (the elastic job) or repetition (the coded job), the
+summary it would write if it ended there (its *provisional* summary, ``ended_early`` to be
+filled in, with how far the job got); at a normal end rank 0 says ``done``.  When the
+watcher's pipe closes without ``done`` and the file's last line is not a summary, rank 0
+died without its last word: the watcher appends the provisional summary with
+``all_verified`` false and ``ended_early`` saying that rank 0 was killed, when, and after
+which step or repetition.  Nothing measured is lost, and every reader sees a job that ended.
 
 The watcher is this module's :func:`watcher_main` (no numpy, no MPI: it starts in well
 under a second; a watcher that cannot start is one warning line, and rank 0 goes on
@@ -37,6 +38,8 @@ from mpi_coded.results.reading import kind_of
 
 _DONE = "done"
 """What rank 0 writes to the pipe at a normal end (the watcher then writes nothing)."""
+_SUMMARY, _AFTER = "provisional_summary", "after"
+"""Keys of a pipe line that carries how far the job got beside its summary."""
 
 
 class LastWord:
@@ -65,10 +68,12 @@ class LastWord:
             proc.stderr.close()
         self._pipe = proc.stdin
 
-    def provisional(self, summary: dict[str, Any]) -> None:
+    def provisional(self, summary: dict[str, Any], after: str | None = None) -> None:
         """The summary to write if rank 0 ends before its own (``ended_early`` is set by the
-        watcher)."""
-        self._send(json.dumps(summary))
+        watcher); ``after``: how far the job got, for ``ended_early`` (``after repetition
+        3``; default: from the elastic summary's ``steps``)."""
+        self._send(json.dumps(summary if after is None else {_SUMMARY: summary,
+                                                              _AFTER: after}))
 
     def done(self) -> None:
         """Rank 0 wrote its last line: the watcher writes nothing."""
@@ -129,13 +134,15 @@ def _last_kind(path: str) -> str | None:
     return kind_of(rec) if isinstance(rec, dict) else None
 
 
-def _reason(rank0_pid: int, host: str, at: float, summary: dict[str, Any]) -> str:
+def _reason(rank0_pid: int, host: str, at: float, summary: dict[str, Any],
+            after: str | None = None) -> str:
     """The watcher's ``ended_early``: rank 0 ended without its summary, when, after which
-    step."""
+    step (``after``, else the elastic summary's ``steps``)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
     steps = summary.get("steps")
-    after = f"after step {summary.get('first_step', 1) + steps - 1}" if steps else \
-        "before its first step"
+    if after is None:
+        after = f"after step {summary.get('first_step', 1) + steps - 1}" if steps else \
+            "before its first step"
     return (f"rank 0 ({host}, pid {rank0_pid}) ended at {stamp} {after} without writing "
             "its summary: it was killed (its launcher ended the job: a host lost?) or it "
             "failed (its stderr says why); this line is its watcher's")
@@ -145,6 +152,7 @@ def watch(path: str, rank0_pid: int, host: str, pipe: IO[str]) -> bool:
     """Read rank 0's provisional summaries until the pipe closes; without ``done``, append
     the last one as the job's summary.  True if a line was written."""
     last: dict[str, Any] | None = None
+    after: str | None = None
     for line in pipe:
         line = line.strip()
         if line == _DONE:
@@ -153,14 +161,16 @@ def watch(path: str, rank0_pid: int, host: str, pipe: IO[str]) -> bool:
             rec = json.loads(line) if line else None
         except ValueError:
             continue
-        if isinstance(rec, dict):
-            last = rec
+        if isinstance(rec, dict) and set(rec) == {_SUMMARY, _AFTER}:
+            last, after = rec[_SUMMARY], str(rec[_AFTER])
+        elif isinstance(rec, dict):
+            last, after = rec, None
     at = time.time()
     if last is None or _last_kind(path) == SUMMARY:
         return False
     summary = last
     summary[ALL_VERIFIED] = False
-    summary["ended_early"] = _reason(rank0_pid, host, at, summary)
+    summary["ended_early"] = _reason(rank0_pid, host, at, summary, after)
     with open(path, "r+b") as fh:
         _drop_torn_line(fh)
         fh.write((json.dumps(summary) + "\n").encode())

@@ -28,7 +28,7 @@ from mpi_coded.coded.mapend import map_end, map_phase_done
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.placement import rank_of
 from mpi_coded.coded.shuffle import settled_end, shuffle_plan
-from mpi_coded.results import ResultsWriter
+from mpi_coded.results import LastWord, ResultsWriter, jsonable
 from mpi_coded.runtime.coded import lines
 from mpi_coded.runtime.coded.lines import Repetition
 from mpi_coded.runtime.coded.setup import (
@@ -137,6 +137,8 @@ class CodedMaster:
                     self.job.reps, False, self.totals, self.lost + self.dead_since(),
                     self.abandoned, ended_early=str(exc)))
                 self.writer.close()
+                if self.last is not None:
+                    self.last.done()
                 # the servers left stop by themselves, and this rank ends with status 1,
                 # not MPI_Abort: under ULFM an abort after deaths left them running ("Abort
                 # is in progress"), and one after they ended made mpiexec's status 0
@@ -149,7 +151,16 @@ class CodedMaster:
             if r.abandoned is None:
                 self.reduce(r)
             self.record(r)
+            self.provisional(f"after repetition {rep}")
         return self.stop()
+
+    def provisional(self, after: str) -> None:
+        """The summary the watcher writes if rank 0 ends here without its own."""
+        if self.last is not None:
+            lost = self.lost + (self.dead_since() if hasattr(self, "peers") else [])
+            self.last.provisional(jsonable(lines.summary_line(
+                self.job.reps, self.all_ok, self.totals, lost, self.abandoned).to_dict()),
+                after)
 
     def dead_since(self) -> list[int]:
         """The servers found dead since the last repetition's record."""
@@ -169,6 +180,8 @@ class CodedMaster:
             print(f"mpi-coded: warning: {warning}", file=sys.stderr, flush=True)
         self.writer = ResultsWriter(self.out)
         self.writer.write(lines.config_line(job, run_info(self.comm)))
+        self.last = LastWord(self.out) if self.out else None  # rank 0 killed: it ends the file
+        self.provisional("before its first repetition")
         t_verify = time.perf_counter()
         self.verifier = Verifier(self.setup)  # the direct product (or its projections)
         t_verify = time.perf_counter() - t_verify
@@ -341,6 +354,8 @@ class CodedMaster:
         self.writer.write(lines.summary_line(job.reps, all_ok, self.totals, self.lost,
                                              self.abandoned))
         self.writer.close()
+        if self.last is not None:
+            self.last.done()
         bye = self.soft_collect(alive, P.Kind.BYE, job.reps, job.timeout_s)
         if len(bye) < len(self.alive()):
             missing = (rank_of(s) for s in self.alive() if s not in bye)
