@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -169,3 +170,53 @@ def test_rank0_that_said_done_gets_no_line_even_if_killed_after(tmp_path):
     assert proc.wait(timeout=60) == -9
     assert _wait_for(lambda: _watchers(out) == [])
     assert [x["kind"] for x in read_results(out)] == ["config", "step", "step", "step"]
+
+
+_HOLDER = textwrap.dedent("""
+    import json, sys
+    from mpi_coded.results.writer import hold
+    fd = hold(sys.argv[1])
+    print("held" if fd is not None else "not held", flush=True)
+    sys.stdin.readline()
+    with open(sys.argv[1], "a") as f:
+        f.write(json.dumps({"kind": "summary", "job": "cec", "by": "watcher"}) + "\\n")
+""")
+
+
+def test_a_writer_waits_for_an_earlier_jobs_watcher_to_let_go(tmp_path):
+    """``--resume`` into the file of a job killed a moment ago: its watcher's summary comes
+    before the new job's first line, never among them."""
+    import threading
+
+    from mpi_coded.results import ResultsWriter
+
+    p = _file(tmp_path, CONFIG, STEP)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(p)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        go = threading.Timer(0.3, lambda: (holder.stdin.write("go\n"), holder.stdin.flush()))
+        go.start()
+        w = ResultsWriter(str(p))  # waits until the holder appended and let go
+        w.write({"kind": "config", "job": "cec", "by": "resumed"})
+        w.close()
+        go.join()
+    finally:
+        holder.wait(timeout=30)
+    assert [x.get("by") for x in read_results(p)] == [None, None, "watcher", "resumed"]
+
+
+def test_a_watcher_that_does_not_let_go_is_one_warning(tmp_path, monkeypatch, capsys):
+    from mpi_coded.results import ResultsWriter, writer
+
+    p = _file(tmp_path, CONFIG)
+    fd = writer.hold(str(p))
+    assert fd is not None and writer.hold(str(p), seconds=0.05) is None
+    monkeypatch.setattr(writer, "WATCHER_WAIT_S", 0.1)
+    try:
+        ResultsWriter(str(p)).write(STEP)
+    finally:
+        os.close(fd)
+    assert "the watcher of an earlier job still holds" in capsys.readouterr().err
+    assert read_results(p)[-1] == STEP
+    assert writer.wait_unheld(str(p), 0.0) and writer.wait_unheld(str(tmp_path / "none"))

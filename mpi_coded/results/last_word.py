@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from mpi_coded.results.names import ALL_VERIFIED, SUMMARY
 from mpi_coded.results.reading import kind_of
+from mpi_coded.results.writer import hold
 
 _DONE = "done"
 """What rank 0 writes to the pipe at a normal end (the watcher then writes nothing)."""
@@ -203,7 +204,10 @@ def watcher_main(argv: list[str]) -> int:
         os._exit(0)
     null = os.open(os.devnull, os.O_WRONLY)  # rank 0 reads the first parent's stderr only
     os.dup2(null, 2)
+    held = hold(path)  # a job resumed into the file writes after this watcher's line
     watch(path, pid, host, sys.stdin)
+    if held is not None:
+        os.close(held)
     return 0
 
 
