@@ -20,6 +20,9 @@ Scenarios (each through ``runtime.core.run.launch``: world check, wait mode, gua
     rank 2 raises in phase ``map 4`` while ranks 0 and 1 wait 120 s.
 ``world`` (2 ranks)
     the job needs 3 ranks: a ConfigError on every rank.
+``ulfm_abort`` (7 ranks, ``fault_tolerance = "ulfm"``, Open MPI's ``--with-ft ulfm``)
+    ranks 3, 4 and 5 are killed at once; rank 0, once it knows, raises in phase ``map 4``
+    while ranks 1, 2 and 6 wait 120 s for its order.
 """
 
 from __future__ import annotations
@@ -34,13 +37,14 @@ from typing import Any
 T = 60.0  # every wait of a scenario; the launch's timeout is larger
 
 
-def launch(n: int, scenario: str, timeout: float = 120.0) -> Any:
-    """Run ``scenario`` on ``n`` ranks (the tree under test first on the ranks' path)."""
+def launch(n: int, scenario: str, timeout: float = 120.0, *extra: str) -> Any:
+    """Run ``scenario`` on ``n`` ranks (the tree under test first on the ranks' path;
+    ``extra``: the launcher's own flags)."""
     from conftest import ROOT, launcher_env, mpiexec_cmd, run_cmd
 
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    return run_cmd([*mpiexec_cmd(n), sys.executable, str(Path(__file__)), scenario], timeout,
-                   {**launcher_env(), "PYTHONPATH": path})
+    return run_cmd([*mpiexec_cmd(n, *extra), sys.executable, str(Path(__file__)), scenario],
+                   timeout, {**launcher_env(), "PYTHONPATH": path})
 
 
 @functools.cache
@@ -290,9 +294,35 @@ def _abort() -> tuple[Any, Any]:
     return master, worker
 
 
+def _ulfm_abort() -> tuple[Any, Any]:
+    import signal
+    import time
+
+    from mpi_coded.runtime.core.peers import MasterLink, Peers
+    from mpi_coded.runtime.core.wait import deadline_in
+    from mpi_coded.runtime.core.wire import Kind as K
+
+    def master(comm, phase) -> int:
+        peers, end = Peers(comm, list(range(1, 7))), deadline_in(T)
+        while len(peers.lost) < 3 and time.monotonic() < end:
+            peers.arrived(list(range(1, 7)), end)
+            time.sleep(0.01)
+        phase.set("map", 4)
+        raise ValueError(f"boom from rank 0: ranks {sorted(peers.lost)} died")
+
+    def worker(comm, phase) -> None:
+        if comm.Get_rank() in (3, 4, 5):
+            os.kill(os.getpid(), signal.SIGKILL)
+        MasterLink(comm).recv({K.STOP}, None, 120, "STOP")
+        print("UNREACHABLE", flush=True)
+
+    return master, worker
+
+
 # name: (ranks launched, world size the job needs, its master and worker)
 SCENARIOS = {"exchange": (3, 3, _exchange), "late": (3, 3, _late), "wire": (2, 2, _wire),
-             "abort": (3, 3, _abort), "world": (2, 3, _abort)}
+             "abort": (3, 3, _abort), "world": (2, 3, _abort),
+             "ulfm_abort": (7, 7, _ulfm_abort)}
 
 
 def main() -> int:
@@ -302,7 +332,8 @@ def main() -> int:
     _, size, make = SCENARIOS[sys.argv[1]]
     master, worker = make()
     try:
-        return run_launch(size, f"{size} for this test", "auto", master, worker)
+        return run_launch(size, f"{size} for this test", "auto", master, worker,
+                          "ulfm" if sys.argv[1].startswith("ulfm") else "none")
     except ConfigError as e:
         from mpi4py import MPI
 

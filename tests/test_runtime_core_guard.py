@@ -102,3 +102,26 @@ def test_guard_abort_ends_every_rank_naming_the_failed_one():
     assert "mpi-coded: rank 0" not in r.stderr and "mpi-coded: rank 1" not in r.stderr
     assert "UNREACHABLE" not in r.stdout
     assert time.monotonic() - t0 < 90
+
+
+@pytest.mark.mpi
+@pytest.mark.portable
+def test_under_ulfm_with_ranks_dead_the_guard_still_ends_every_rank():
+    """Three ranks killed at once, then rank 0 fails while three others wait 120 s for it:
+    Open MPI 5.0.11's ``MPI_Abort`` alone left them running and ``mpiexec`` waiting ("Abort
+    is in progress"); the guard revokes the communicator first, and they end quietly."""
+    from conftest import mpi_flavor
+    from mpi_coded import fault_tolerance as ft
+
+    flavor = mpi_flavor()
+    t0 = time.monotonic()
+    r = launch(7, "ulfm_abort", 90, *(ft.LAUNCHER_FLAGS if flavor == "openmpi" else ()))
+    if flavor != "openmpi":  # MPICH: refused on every rank before any traffic
+        assert r.returncode == 2 and "CONFIG rank 0: fault_tolerance: ulfm needs" in r.stdout
+        return
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert f"mpi-coded: rank 0 ({socket.gethostname()}) failed in phase map 4: " \
+        "ValueError: boom from rank 0: ranks [3, 4, 5] died" in r.stderr, r.stderr
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("mpi-coded:")] == [
+        ln for ln in r.stderr.splitlines() if ln.startswith("mpi-coded: rank 0 ")], r.stderr
+    assert "UNREACHABLE" not in r.stdout and time.monotonic() - t0 < 90

@@ -4,6 +4,11 @@ Without this an exception on one rank leaves the others blocked forever.  The
 guard prints ``mpi-coded: rank R (host) failed in phase P: Type: message`` on
 stderr and calls ``MPI.COMM_WORLD.Abort(1)``, which ends every rank.
 
+Under ``fault_tolerance = "ulfm"`` the guard revokes the communicator first
+(:func:`mpi_coded.runtime.core.ulfm.revoke`: with ranks dead, ``MPI_Abort`` alone left the
+others running), and a rank whose operation fails as revoked ends quietly (the rank that
+revoked said why).
+
 The abort is bounded: when the launcher cannot be reached (this rank's host cut off by a
 network fault), MPICH's ``MPI_Abort`` returns, and finalizing MPI would then wait for the
 unreachable launcher forever; so the process ends itself (``os._exit(1)``) once ``Abort``
@@ -22,6 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mpi4py import MPI
+
+from mpi_coded.runtime.core import ulfm
 
 ABORT_GRACE_S = 0.3
 ABORT_BOUND_S = 10.0
@@ -79,6 +86,13 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
         if isinstance(exc, SystemExit) and exc.code in (0, None):
             raise
         rank = comm.Get_rank()
+        if ulfm.is_revoked(exc):  # another rank ends the job and said why: end quietly
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(1)
         if isinstance(exc, CannotGoOn):
             sys.stderr.write(f"mpi-coded: error: rank {rank} ({socket.gethostname()}) in "
                              f"phase {phase}: {exc}\n")
@@ -96,6 +110,7 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
         bound = threading.Timer(ABORT_BOUND_S, os._exit, args=(1,))
         bound.daemon = True
         bound.start()
+        ulfm.revoke(comm)  # under ULFM the others end on their own (ulfm.revoke)
         try:
             comm.Abort(1)
         except BaseException:

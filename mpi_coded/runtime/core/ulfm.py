@@ -28,8 +28,7 @@ from mpi4py import MPI
 from mpi_coded.errors import ConfigError
 from mpi_coded.fault_tolerance import REQUIRED_ENV, on, ulfm_missing
 
-FAILURE_CLASSES = frozenset({MPI.ERR_PROC_FAILED, MPI.ERR_PROC_FAILED_PENDING,
-                             MPI.ERR_REVOKED})
+FAILURE_CLASSES = frozenset({MPI.ERR_PROC_FAILED, MPI.ERR_PROC_FAILED_PENDING})
 """The error classes that mean "a peer died" (not a bug to end the job for)."""
 
 
@@ -75,6 +74,28 @@ def finalize_hangs(environ: Mapping[str, str]) -> bool:
 
 def enabled() -> bool:
     return STATE.enabled
+
+
+def revoke(comm: MPI.Comm) -> None:
+    """End the job on every rank (the guard, before ``MPI_Abort``): under ULFM with peers
+    dead, Open MPI 5.0.11's ``MPI_Abort`` left the other ranks running and ``mpiexec``
+    waiting ("Abort is in progress": a 7-rank job with 3 ranks killed, 2 of 2 runs; with 1
+    of 4 killed it ended), whereas a revoked communicator fails every pending and later
+    operation on it on every rank (``MPI_ERR_REVOKED``) at once, and their guards end them.
+    Nothing without ULFM, or when the revoke itself fails."""
+    if not STATE.enabled:
+        return
+    try:
+        comm.Revoke()
+    except MPI.Exception:
+        pass
+
+
+def is_revoked(exc: BaseException) -> bool:
+    """``exc`` is ``MPI_ERR_REVOKED``: another rank is ending the job (:func:`revoke`), and
+    said why."""
+    return STATE.enabled and isinstance(exc, MPI.Exception) and \
+        exc.Get_error_class() == MPI.ERR_REVOKED
 
 
 def is_failure(exc: BaseException, in_status: bool = False) -> bool:
