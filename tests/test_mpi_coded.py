@@ -140,9 +140,11 @@ def _rank_of(pid: str) -> int | None:
 
 @pytest.mark.mpi
 @pytest.mark.portable
-def test_a_coded_job_whose_rank_0_is_killed_ends_with_its_watchers_summary(tmp_path):
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_a_coded_job_whose_rank_0_is_killed_ends_with_a_summary_saying_so(tmp_path, sig):
     """kill -9 of rank 0 after its first repetition (as a host lost takes it): the
-    results end with the summary its watcher wrote, unverified, saying how far it got."""
+    results end with the summary its watcher wrote, unverified, saying how far it got;
+    SIGTERM (as Open MPI's launcher ends a job that lost a host): rank 0 writes it."""
     import os
     import signal
     import subprocess
@@ -167,7 +169,7 @@ def test_a_coded_job_whose_rank_0_is_killed_ends_with_its_watchers_summary(tmp_p
             time.sleep(0.1)
         [rank0] = [p.split(":")[0] for p in processes_matching(str(out))  # not its watcher
                    if " run coded " in p and _rank_of(p.split(":")[0]) == 0]
-        os.kill(int(rank0), signal.SIGKILL)
+        os.kill(int(rank0), getattr(signal, sig))
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -180,7 +182,13 @@ def test_a_coded_job_whose_rank_0_is_killed_ends_with_its_watchers_summary(tmp_p
     runs = [ln for ln in lines if kind_of(ln) == RUN]
     summary = lines[-1]
     assert kind_of(summary) == SUMMARY and not summary["all_verified"], lines[-1]
-    assert summary["ended_early"].startswith(f"rank 0 ({os.uname().nodename}, pid {rank0})")
-    assert f"after repetition {runs[-1]['rep']} without writing its summary" in \
-        summary["ended_early"]
+    if sig == "SIGKILL":
+        assert summary["ended_early"].startswith(
+            f"rank 0 ({os.uname().nodename}, pid {rank0})")
+        assert f"after repetition {runs[-1]['rep']} without writing its summary" in \
+            summary["ended_early"]
+    else:
+        assert summary["ended_early"] == \
+            f"rep {runs[-1]['rep'] + 1}: the launcher ended the job (SIGTERM)", err
+        assert "the launcher ended the job (SIGTERM)" in err
     assert runs and all(r["verified"] for r in runs) and summary["reps"] == 500

@@ -45,7 +45,7 @@ from mpi_coded.runtime.coded.setup import (
 from mpi_coded.runtime.coded.transfer import SHUFFLE_MARGIN_S
 from mpi_coded.runtime.core import records, ulfm
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.guard import Phase, TooFewLeft
+from mpi_coded.runtime.core.guard import Phase, Terminated, TooFewLeft
 from mpi_coded.runtime.core.inbox import Msg
 from mpi_coded.runtime.core.memory import prefault
 from mpi_coded.runtime.core.peers import Peers, world_hosts
@@ -127,32 +127,45 @@ class CodedMaster:
         """The whole job; the exit status (1: a decoded output did not match, too few
         servers were left, or every repetition was abandoned)."""
         self.start()
-        for rep in range(self.job.reps):
-            r = Repetition(rep)
-            try:
-                self.encode(r)
-                self.map(r)
-            except TooFewLeft as exc:  # the results say so, then the job ends
-                self.writer.write(lines.summary_line(
-                    self.job.reps, False, self.totals, self.lost + self.dead_since(),
-                    self.abandoned, ended_early=str(exc)))
-                self.writer.close()
-                if self.last is not None:
-                    self.last.done()
-                # the servers left stop by themselves, and this rank ends with status 1,
-                # not MPI_Abort: under ULFM an abort after deaths left them running ("Abort
-                # is in progress"), and one after they ended made mpiexec's status 0
-                self.order(self.alive(), P.Kind.STOP, rep, 0)
-                self.soft_collect(self.alive(), P.Kind.BYE, self.job.reps, self.job.timeout_s)
-                print(f"mpi-coded: error: rank 0 ({socket.gethostname()}) in phase "
-                      f"{self.phase}: {exc}", file=sys.stderr, flush=True)
-                return 1
-            self.shuffle(r)
-            if r.abandoned is None:
-                self.reduce(r)
-            self.record(r)
-            self.provisional(f"after repetition {rep}")
+        rep = 0
+        try:
+            for rep in range(self.job.reps):
+                r = Repetition(rep)
+                try:
+                    self.encode(r)
+                    self.map(r)
+                except TooFewLeft as exc:  # the results say so, then the job ends
+                    self.end_early(str(exc))
+                    # the servers left stop by themselves and this rank ends with status
+                    # 1: no MPI_Abort, which after deaths once made mpiexec's status 0
+                    self.order(self.alive(), P.Kind.STOP, rep, 0)
+                    self.soft_collect(self.alive(), P.Kind.BYE, self.job.reps,
+                                      self.job.timeout_s)
+                    print(f"mpi-coded: error: rank 0 ({socket.gethostname()}) in phase "
+                          f"{self.phase}: {exc}", file=sys.stderr, flush=True)
+                    return 1
+                self.shuffle(r)
+                if r.abandoned is None:
+                    self.reduce(r)
+                self.record(r)
+                self.provisional(f"after repetition {rep}")
+        except Terminated as exc:  # the launcher ends the job (Open MPI: a host lost)
+            if ulfm.enabled():
+                self.peers.detect()
+            gone = self.peers.name(rank_of(s) for s in self.dead(self.servers))
+            why = f"rep {rep}: {exc}" + (f"; servers found dead: {gone}" if gone else "")
+            self.end_early(why)
+            raise Terminated(why) from None
         return self.stop()
+
+    def end_early(self, why: str) -> None:
+        """The summary of a job that ends before its last repetition, saying ``why``."""
+        self.writer.write(lines.summary_line(
+            self.job.reps, False, self.totals, self.lost + self.dead_since(), self.abandoned,
+            ended_early=why))
+        self.writer.close()
+        if self.last is not None:
+            self.last.done()
 
     def provisional(self, after: str) -> None:
         """The summary the watcher writes if rank 0 ends here without its own."""
