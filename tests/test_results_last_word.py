@@ -174,12 +174,12 @@ def test_rank0_that_said_done_gets_no_line_even_if_killed_after(tmp_path):
 
 _HOLDER = textwrap.dedent("""
     import json, sys
-    from mpi_coded.results.writer import hold
-    fd = hold(sys.argv[1])
-    print("held" if fd is not None else "not held", flush=True)
-    sys.stdin.readline()
-    with open(sys.argv[1], "a") as f:
-        f.write(json.dumps({"kind": "summary", "job": "cec", "by": "watcher"}) + "\\n")
+    from mpi_coded.results.writer import try_lock
+    with open(sys.argv[1], "ab") as f:  # a watcher's write: locked
+        print("held" if try_lock(f.fileno(), 5.0) else "not held", flush=True)
+        sys.stdin.readline()
+        f.write((json.dumps({"kind": "summary", "job": "cec", "by": "watcher"}) +
+                 "\\n").encode())
 """)
 
 
@@ -210,13 +210,41 @@ def test_a_watcher_that_does_not_let_go_is_one_warning(tmp_path, monkeypatch, ca
     from mpi_coded.results import ResultsWriter, writer
 
     p = _file(tmp_path, CONFIG)
-    fd = writer.hold(str(p))
-    assert fd is not None and writer.hold(str(p), seconds=0.05) is None
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+    other = os.open(p, os.O_WRONLY | os.O_APPEND)
+    assert writer.try_lock(fd, 1.0) and not writer.try_lock(other, 0.05)
     monkeypatch.setattr(writer, "WATCHER_WAIT_S", 0.1)
     try:
         ResultsWriter(str(p)).write(STEP)
     finally:
         os.close(fd)
+        os.close(other)
     assert "the watcher of an earlier job still holds" in capsys.readouterr().err
     assert read_results(p)[-1] == STEP
     assert writer.wait_unheld(str(p), 0.0) and writer.wait_unheld(str(tmp_path / "none"))
+
+
+def test_a_file_system_that_cannot_lock_and_a_fifo_stop_no_writer(tmp_path, monkeypatch):
+    """``flock`` failing (ENOSYS: Lustre without -o flock) is no lock, not an error; a named
+    pipe as the results file is not waited on (opening it would block)."""
+    import errno
+
+    from mpi_coded.results import ResultsWriter, writer
+
+    def no_flock(fd: int, op: int) -> None:
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    p = _file(tmp_path, CONFIG)
+    monkeypatch.setattr(writer.fcntl, "flock", no_flock)
+    fd = os.open(p, os.O_RDWR)
+    try:
+        assert writer.wait_unheld(str(p), 5.0) and not writer.try_lock(fd, 0.0)
+    finally:
+        os.close(fd)
+    w = ResultsWriter(str(p))
+    w.write(STEP)
+    w.close()
+    assert read_results(p)[-1] == STEP
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert writer.wait_unheld(str(fifo), 5.0)

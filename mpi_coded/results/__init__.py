@@ -52,8 +52,8 @@ The modules, each importing only those above it:
 ``common``       :class:`RunContext`, :class:`LinkBytes`, :class:`RunFailed`
 ``elastic``      the elastic job's records (:class:`ElasticStep`, ...)
 ``coded``        the coded job's records (:class:`CodedRun`, ...)
-``writer``       :class:`ResultsWriter`, :func:`jsonable`; :func:`hold`, :func:`wait_unheld`:
-                 the file lock of a watcher
+``writer``       :class:`ResultsWriter`, :func:`jsonable`; :func:`try_lock`, :func:`wait_unheld`:
+                 the file lock of a watcher's write
 ``last_word``    :class:`LastWord`, :func:`watch`, :func:`watcher_main`: the watcher that
                  writes the summary of a job whose rank 0 was killed before it could
 ``jobs``         :func:`view`, :func:`views`, :func:`elastic_jobs`, :func:`coded_jobs`
@@ -135,7 +135,7 @@ from mpi_coded.results.reading import (
 )
 from mpi_coded.results.record import P, Part, R, Record, View, nested, optional, part
 from mpi_coded.results.sweeps import SweepRun, run_failed, sweep_note, sweep_runs, verdict
-from mpi_coded.results.writer import WATCHER_WAIT_S, ResultsWriter, hold, jsonable, wait_unheld
+from mpi_coded.results.writer import WATCHER_WAIT_S, ResultsWriter, jsonable, try_lock, wait_unheld
 
 __all__ = [
     # names
@@ -156,7 +156,7 @@ __all__ = [
     "PHASE_KEYS", "CodedAbandoned", "CodedConfig", "CodedRecord", "CodedRun", "CodedServerMap",
     "CodedSummary",
     # writer
-    "WATCHER_WAIT_S", "ResultsWriter", "hold", "jsonable", "wait_unheld",
+    "WATCHER_WAIT_S", "ResultsWriter", "jsonable", "try_lock", "wait_unheld",
     # last_word
     "LastWord", "watch", "watcher_main",
     # jobs

@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from mpi_coded.results.names import ALL_VERIFIED, SUMMARY
 from mpi_coded.results.reading import kind_of
-from mpi_coded.results.writer import hold
+from mpi_coded.results.writer import WATCHER_WAIT_S, try_lock
 
 _DONE = "done"
 """What rank 0 writes to the pipe at a normal end (the watcher then writes nothing)."""
@@ -124,11 +124,10 @@ def _tail(fh: IO[bytes]) -> tuple[int, bytes]:
     return torn, fh.read(nl - prev - 1)
 
 
-def _last_kind(path: str) -> str | None:
+def _last_kind(fh: IO[bytes]) -> str | None:
     """The ``kind`` of the file's last complete line (a torn one after it is skipped)."""
     try:
-        with open(path, "rb") as fh:
-            _, raw = _tail(fh)
+        _, raw = _tail(fh)
         rec = json.loads(raw) if raw.strip() else None
     except (OSError, ValueError):
         return None
@@ -167,12 +166,16 @@ def watch(path: str, rank0_pid: int, host: str, pipe: IO[str]) -> bool:
         elif isinstance(rec, dict):
             last, after = rec, None
     at = time.time()
-    if last is None or _last_kind(path) == SUMMARY:
+    if last is None:
         return False
     summary = last
     summary[ALL_VERIFIED] = False
     summary["ended_early"] = _reason(rank0_pid, host, at, summary, after)
     with open(path, "r+b") as fh:
+        # a job opening the file to append meanwhile (--resume) waits for this line
+        try_lock(fh.fileno(), WATCHER_WAIT_S)
+        if _last_kind(fh) == SUMMARY:
+            return False
         _drop_torn_line(fh)
         fh.write((json.dumps(summary) + "\n").encode())
         fh.flush()
@@ -204,10 +207,7 @@ def watcher_main(argv: list[str]) -> int:
         os._exit(0)
     null = os.open(os.devnull, os.O_WRONLY)  # rank 0 reads the first parent's stderr only
     os.dup2(null, 2)
-    held = hold(path)  # a job resumed into the file writes after this watcher's line
     watch(path, pid, host, sys.stdin)
-    if held is not None:
-        os.close(held)
     return 0
 
 

@@ -1,22 +1,26 @@
-"""Writing results files: :class:`ResultsWriter` appends one line per record, flushed and
-fsync'ed before :meth:`~ResultsWriter.write` returns (a job killed mid-write leaves at
-most one torn last line, which the readers skip), and :func:`jsonable`.
+"""Writing results files: :class:`ResultsWriter` appends one line per record, with one
+``write`` system call and fsync'ed before :meth:`~ResultsWriter.write` returns (a job
+killed mid-write leaves at most one torn last line, which the readers skip; an exception
+raised by a signal handler comes between lines, never inside one), and :func:`jsonable`.
 
-A file's *watcher* (:mod:`mpi_coded.results.last_word`) may yet append the summary of the
-job whose rank 0 it watches: it holds an exclusive ``flock`` on the file while it lives
-(:func:`hold`), and a writer that opens the file waits, up to :data:`WATCHER_WAIT_S`, until
-no watcher holds it (:func:`wait_unheld`), so that a job resumed into the file of one
-killed a moment ago (``--resume``) writes its lines after that job's last one."""
+A file's *watcher* (:mod:`mpi_coded.results.last_word`) may append the summary of the job
+whose rank 0 died: it takes an exclusive ``flock`` on the file for that write
+(:func:`try_lock`), and a writer that opens the file waits, up to
+:data:`WATCHER_WAIT_S`, until no watcher holds it (:func:`wait_unheld`), so that a job
+resumed into the file of one killed a moment ago (``--resume``) writes its lines after
+that job's last one.  Where ``flock`` does not work (some cluster file systems) nobody
+waits: the lock is a courtesy, never a reason to fail."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
+import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from mpi_coded.results.record import Record
 
@@ -43,8 +47,9 @@ def jsonable(x: Any) -> Any:
     return x
 
 
-def _try_lock(fd: int, seconds: float) -> bool:
-    """An exclusive ``flock`` on ``fd`` within ``seconds`` (polled; False: not got)."""
+def try_lock(fd: int, seconds: float) -> bool:
+    """An exclusive ``flock`` on ``fd`` (a file open for writing) within ``seconds``,
+    polled; False when another holds it, or when the file system cannot lock."""
     end = time.monotonic() + seconds
     while True:
         try:
@@ -54,30 +59,31 @@ def _try_lock(fd: int, seconds: float) -> bool:
             if time.monotonic() >= end:
                 return False
             time.sleep(0.02)
-
-
-def hold(path: str, seconds: float = WATCHER_WAIT_S) -> int | None:
-    """A watcher's lock on ``path``: the descriptor holding it (kept open while the watcher
-    lives), None when the file cannot be opened or another holds it past ``seconds``."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    if _try_lock(fd, seconds):
-        return fd
-    os.close(fd)
-    return None
+        except OSError:  # ENOSYS, ENOLCK, EBADF: no locking here
+            return False
 
 
 def wait_unheld(path: str, seconds: float = WATCHER_WAIT_S) -> bool:
-    """Wait until no watcher holds ``path`` (True), at most ``seconds`` (False); a file that
-    does not exist is held by none."""
+    """Wait until no watcher holds ``path`` (True), at most ``seconds`` (False: still
+    held); a path that is not a regular file, or that cannot be locked, is held by none."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return True
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
     except OSError:
         return True
     try:
-        return _try_lock(fd, seconds)  # closing the descriptor lets go at once
+        end = time.monotonic() + seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True  # closing the descriptor lets go at once
+            except BlockingIOError:
+                if time.monotonic() >= end:
+                    return False
+                time.sleep(0.02)
+            except OSError:
+                return True
     finally:
         os.close(fd)
 
@@ -89,27 +95,28 @@ class ResultsWriter:
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.lines: list[dict[str, Any]] = []
-        self._fh: TextIO | None = None
+        self._fd: int | None = None
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             if not wait_unheld(path, WATCHER_WAIT_S):
                 sys.stderr.write(
                     f"mpi-coded: warning: the watcher of an earlier job still holds {path} "
-                    f"after {WATCHER_WAIT_S:g} s: that job's summary may come among these "
-                    "lines\n")
-            self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115
+                    f"after {WATCHER_WAIT_S:g} s: its summary may come among these lines\n")
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: Record | dict[str, Any]) -> None:
-        """Append one line (a :class:`Record`'s :meth:`~Record.to_dict`, or a dict), flushed
-        and fsync'ed before returning."""
+        """Append one line (a :class:`Record`'s :meth:`~Record.to_dict`, or a dict) in one
+        ``write`` call, fsync'ed before returning."""
         rec = jsonable(record.to_dict() if isinstance(record, Record) else record)
         self.lines.append(rec)
-        if self._fh is not None:
-            self._fh.write(json.dumps(rec, sort_keys=False) + "\n")
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+        if self._fd is not None:
+            data = (json.dumps(rec, sort_keys=False) + "\n").encode("utf-8")
+            done = os.write(self._fd, data)
+            while done < len(data):  # a short write (a full disk, a signal): the rest
+                done += os.write(self._fd, data[done:])
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -148,7 +148,6 @@ class CodedMaster:
                 if r.abandoned is None:
                     self.reduce(r)
                 self.record(r)
-                self.provisional(f"after repetition {rep}")
         except Terminated as exc:  # the launcher ends the job (Open MPI: a host lost)
             if ulfm.enabled():
                 self.peers.detect()
@@ -340,6 +339,7 @@ class CodedMaster:
             print(f"mpi-coded: warning: rep {r.rep}: {why}: the repetition ends without its "
                   "outputs; the job goes on with the next", file=sys.stderr, flush=True)
             self.writer.write(lines.abandoned_line(self.job, self.setup.field.name, r, hosts))
+            self.provisional(f"after repetition {r.rep}")
             print(f"{r.rep:>3} {','.join(map(str, r.end.Q)):<20} "
                   f"{','.join(map(str, r.end.extra)):<8} abandoned in the {phase}", flush=True)
             return
@@ -350,6 +350,7 @@ class CodedMaster:
                                      self.verifier.method, ok, err, hosts)
         self.writer.write(line)
         self.totals.append(line.total_s)
+        self.provisional(f"after repetition {r.rep}")
         print(f"{r.rep:>3} {','.join(map(str, r.end.Q)):<20} "
               f"{','.join(map(str, r.end.extra)):<8} "
               f"{line.encode_s:>9.4f} {line.map_s:>8.4f} {line.shuffle_s:>9.4f} "

@@ -110,7 +110,8 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
         bound = threading.Timer(ABORT_BOUND_S, os._exit, args=(1,))
         bound.daemon = True
         bound.start()
-        ulfm.revoke(comm)  # under ULFM the others end on their own (ulfm.revoke)
+        if comm == MPI.COMM_WORLD:  # under ULFM the others end on their own (ulfm.revoke);
+            ulfm.revoke(comm)  # not a spawned machine's link to its master
         try:
             comm.Abort(1)
         except BaseException:
