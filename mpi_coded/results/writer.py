@@ -47,9 +47,9 @@ def jsonable(x: Any) -> Any:
     return x
 
 
-def try_lock(fd: int, seconds: float) -> bool:
+def _lock(fd: int, seconds: float) -> bool | None:
     """An exclusive ``flock`` on ``fd`` (a file open for writing) within ``seconds``,
-    polled; False when another holds it, or when the file system cannot lock."""
+    polled: True got, False another holds it, None the file system cannot lock."""
     end = time.monotonic() + seconds
     while True:
         try:
@@ -60,7 +60,13 @@ def try_lock(fd: int, seconds: float) -> bool:
                 return False
             time.sleep(0.02)
         except OSError:  # ENOSYS, ENOLCK, EBADF: no locking here
-            return False
+            return None
+
+
+def try_lock(fd: int, seconds: float) -> bool:
+    """An exclusive ``flock`` on ``fd`` (a file open for writing) within ``seconds``;
+    False when another holds it, or when the file system cannot lock."""
+    return bool(_lock(fd, seconds))
 
 
 def wait_unheld(path: str, seconds: float = WATCHER_WAIT_S) -> bool:
@@ -73,17 +79,7 @@ def wait_unheld(path: str, seconds: float = WATCHER_WAIT_S) -> bool:
     except OSError:
         return True
     try:
-        end = time.monotonic() + seconds
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True  # closing the descriptor lets go at once
-            except BlockingIOError:
-                if time.monotonic() >= end:
-                    return False
-                time.sleep(0.02)
-            except OSError:
-                return True
+        return _lock(fd, seconds) is not False  # closing the descriptor lets go at once
     finally:
         os.close(fd)
 

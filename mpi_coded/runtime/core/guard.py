@@ -76,6 +76,15 @@ class Phase:
         return self.name if self.step is None else f"{self.name} {self.step}"
 
 
+def _flush() -> None:
+    """Flush stdout and stderr before this process ends."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed: nothing left to lose
+            pass
+
+
 def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
     """Run ``fn(phase)``; on any exception report it and abort the job."""
     comm = comm or MPI.COMM_WORLD
@@ -87,11 +96,7 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
             raise
         rank = comm.Get_rank()
         if ulfm.is_revoked(exc):  # another rank ends the job and said why: end quietly
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):
-                    pass
+            _flush()
             os._exit(1)
         if isinstance(exc, CannotGoOn):
             sys.stderr.write(f"mpi-coded: error: rank {rank} ({socket.gethostname()}) in "
@@ -101,11 +106,7 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
                 f"mpi-coded: rank {rank} ({socket.gethostname()}) failed in phase {phase}: "
                 f"{type(exc).__name__}: {exc}\n")
             sys.stderr.write(traceback.format_exc(limit=-3))
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # closed: nothing left to lose
-                pass
+        _flush()
         time.sleep(ABORT_GRACE_S)  # let the launcher forward this rank's stderr first
         bound = threading.Timer(ABORT_BOUND_S, os._exit, args=(1,))
         bound.daemon = True
