@@ -206,7 +206,8 @@ LAYERS: list[tuple[str, ...]] = [
      "mpi_coded.registry"),  # name -> scheme, policy or workload
     ("mpi_coded.fields", "mpi_coded.gf_kernels"),
     ("mpi_coded.codes",),
-    ("mpi_coded.analysis.loads", "mpi_coded.analysis.delay"),  # formulas
+    ("mpi_coded.analysis.loads", "mpi_coded.analysis.delay",  # formulas
+     "mpi_coded.store"),  # the coded store on disk: files and numpy, no MPI
     ("mpi_coded.cec", "mpi_coded.coded", "mpi_coded.faults",
      "mpi_coded.cluster"),  # the emulated cluster: ip/tc/nsenter, no MPI
     ("mpi_coded.analysis",),  # evaluators and the model (and analysis.network: the

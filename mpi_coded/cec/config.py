@@ -142,6 +142,17 @@ class CECConfig:
                       doc="`[[step, machine], ...]`: a new process replaces the lost "
                           "machine before that step (as `replace_lost = \"spawn\"` does "
                           "at once); needs `fault_tolerance = \"ulfm\"`; TOML only")
+    store: str = key("", omit_default=True,
+                     doc="a coded store written by `mpi-coded store write` (a directory; "
+                         "`{host}` in it is each rank's host name): each machine memory-maps "
+                         "its block from its host's directory, the master loads no `X` and "
+                         "sends no block, the world may be smaller than `N + 1` (machines "
+                         "without a rank are lost) and a rank whose host holds no block "
+                         "repairs one from `L` peers (docs/storage.md); coded policies only")
+    verify: str = key("auto", omit_default=True, rule=one_of(("auto", "exact", "sketch")),
+                      doc="with `store`: `exact` checks each product against `X` streamed "
+                          "from `data`; `sketch` with Freivalds' check against the store's "
+                          "sketch (no `X`); `auto`: `exact` when `data` is set")
     source: str = dc_field(default="defaults", compare=False)
 
     @property
@@ -158,6 +169,18 @@ class CECConfig:
     @property
     def world_size(self) -> int:
         return self.N + 1
+
+    @property
+    def world_sizes(self) -> range:
+        """The world sizes the job runs on: ``N + 1``; from a store, ``L + 1`` to ``N + 1``
+        (the machines without a rank are lost)."""
+        return range(self.L + 1 if self.store else self.N + 1, self.N + 2)
+
+    @property
+    def exact_check(self) -> bool:
+        """Whether each product is checked against ``X`` itself (not a sketch)."""
+        return not self.store or self.verify == "exact" or \
+            (self.verify == "auto" and bool(self.data))
 
     def predicted_s(self, plan_time: Fraction, R: int | None = None) -> float:
         """Seconds a step with plan time ``plan_time`` takes at the configured speeds:
@@ -179,7 +202,24 @@ class CECConfig:
         self._check_events()
         if self.data:
             self._check_data()
+        self._check_store()
         return self
+
+    def _check_store(self) -> None:
+        require(self.verify in ("auto", "exact", "sketch"), "verify",
+                "must be one of auto, exact, sketch", self.verify)
+        if not self.store:
+            require(self.verify == "auto", "verify", "needs store (without one the master "
+                    "checks against the X it holds)", self.verify)
+            return
+        require(bool(self.data) or self.verify != "exact", "verify",
+                "exact needs data (the .npy file of X, streamed by the master)", self.verify)
+        require(POLICIES[self.policy].plans_row_sets, "store",
+                f"policy {self.policy!r} moves uncoded rows; a store holds coded blocks",
+                self.store)
+        require(self.replace_lost == "none" and not self.joins, "store",
+                "a store's lost machines are repaired at the next (re)launch, not spawned",
+                self.store)
 
     def _check_machines(self) -> None:
         require(self.N >= 1, "N", "must be >= 1", self.N)

@@ -35,4 +35,14 @@ def resume_point(cfg: CECConfig, out: str | None) -> int:
             last = max(last, int(rec["step"]))
     if not found:
         raise ConfigError("--resume", f"{out} holds no run of this job's config to continue", out)
+    if WORKLOADS.lookup(cfg.workload).stateful:  # from the state saved with a step
+        from mpi_coded.results import jsonable
+        from mpi_coded.store import checkpoint
+
+        st = checkpoint.load(out, checkpoint.job_digest(jsonable(cfg.to_dict())))
+        if st is None:
+            raise ConfigError("--resume", f"workload = \"{cfg.workload}\" carries w from "
+                              f"step to step and {checkpoint.state_path(out)} holds no saved "
+                              "state", out)
+        return min(st.step, last) + 1
     return last + 1

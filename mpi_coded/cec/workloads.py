@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from mpi_coded.errors import require
 from mpi_coded.registry import Registry
+from mpi_coded.store import checkpoint
 
 REFERENCE_RTOL = 1e-6
 
@@ -77,8 +78,11 @@ def linreg_targets(rows: int, seed: int) -> Vec:
 
 
 def linreg_eta(x: npt.ArrayLike) -> float:
-    """``1 / ||X||_2^2`` (largest singular value, exact via SVD)."""
-    s = float(np.linalg.norm(np.asarray(x, dtype=np.float64), 2))
+    """``1 / ||X||_2^2`` (largest singular value, exact via SVD; a matrix the master knows
+    from a store carries ``norm2``, computed when the store was written)."""
+    known = getattr(x, "norm2", None)
+    s = float(known) if known is not None else \
+        float(np.linalg.norm(np.asarray(x, dtype=np.float64), 2))
     require(s > 0, "data", "X must not be zero for linreg", s)
     return 1.0 / (s * s)
 
@@ -94,9 +98,15 @@ def linreg_step(w: Vec, g: Vec, eta: float) -> Vec:
     return np.asarray(w, dtype=np.float64) - eta * np.asarray(g, dtype=np.float64)
 
 
+def _matrix(x: Any) -> Any:
+    """``x`` as an array, or as it is when it is streamed from its file (``X @ v`` and
+    ``X.T @ v`` chunk by chunk: :class:`mpi_coded.store.sketch.Streamed`)."""
+    return x if getattr(x, "streamed", False) else np.asarray(x, dtype=np.float64)
+
+
 def reference_power(x: npt.ArrayLike, w0: Vec, steps: int) -> tuple[Vec, list[float]]:
     """Power iteration on the uncoded ``X``: final ``w`` and each step's eigenvalue estimate."""
-    xm = np.asarray(x, dtype=np.float64)
+    xm = _matrix(x)
     w = np.asarray(w0, dtype=np.float64)
     est: list[float] = []
     for _ in range(steps):
@@ -108,7 +118,7 @@ def reference_power(x: npt.ArrayLike, w0: Vec, steps: int) -> tuple[Vec, list[fl
 def reference_linreg(x: npt.ArrayLike, b: Vec, w0: Vec, eta: float,
                      steps: int) -> tuple[Vec, list[float]]:
     """Gradient descent on the uncoded ``X``: final ``w`` and each step's ``||X w - b||``."""
-    xm = np.asarray(x, dtype=np.float64)
+    xm = _matrix(x)
     w = np.asarray(w0, dtype=np.float64)
     res: list[float] = []
     for _ in range(steps):
@@ -142,7 +152,7 @@ class Iterate:
     eta: float = 0.0
 
     @classmethod
-    def start(cls, kind: str, x: npt.ArrayLike, rows: int, cols: int, seed: int) -> Iterate:
+    def start(cls, kind: str, x: Any, rows: int, cols: int, seed: int) -> Iterate:
         """``w_0`` of the workload called ``kind`` for the ``rows x cols`` matrix ``x``."""
         return WORKLOADS.lookup(kind).start(x, rows, cols, seed)
 
@@ -163,6 +173,21 @@ class Iterate:
         """The end check (:meth:`Workload.final_check`); None when there is none."""
         return self.workload.final_check(self, x, steps)
 
+    @property
+    def stateful(self) -> bool:
+        """It carries state from step to step (saved with each step, for ``--resume``)."""
+        return self.workload.stateful
+
+    def state(self, step: int, job: str) -> checkpoint.SavedState:
+        """The state after ``step`` (:mod:`mpi_coded.store.checkpoint`)."""
+        return checkpoint.SavedState(step, job, {"w0": self.w0, "w": self.w, "b": self.b},
+                                {"eta": self.eta})
+
+    def restore(self, st: checkpoint.SavedState) -> None:
+        """Continue from a saved state."""
+        self.w0, self.w, self.b = st.arrays["w0"], st.arrays["w"], st.arrays["b"]
+        self.eta = float(st.values["eta"])
+
 
 @dataclass(frozen=True, eq=False)
 class Workload:
@@ -175,7 +200,11 @@ class Workload:
     """Products per step: 1 (``X w``) or 2 (``X w`` then ``X^T z``: each machine also
     stores a coded block of ``X^T``)."""
     resumable: bool = True
-    """``--resume`` may continue it (it carries no state from step to step)."""
+    """``--resume`` may continue it (without state, or from the state saved with each
+    step)."""
+    stateful: bool = False
+    """It carries state from step to step: the master saves it with each step
+    (``OUT.state.npz``) and ``--resume`` continues from it."""
 
     def __repr__(self) -> str:
         return f"<workload {self.name}>"
@@ -209,7 +238,7 @@ class Workload:
 class FloatIterative(Workload):
     """An iterative workload: float64 only, the same seeded unit ``w_0``."""
 
-    resumable: bool = False
+    stateful: bool = True
 
     def check(self, field: str, rows: int, cols: int, key: str = "workload") -> None:
         require(field == "float64", key, f"{self.name} needs field = \"float64\"", field)

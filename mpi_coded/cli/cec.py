@@ -133,7 +133,7 @@ def cmd_run_cec(args: argparse.Namespace) -> int:
     cfg = load_config(args.config).with_overrides(
         field=args.field, policy=args.policy, t_row=args.t_row, seed=args.seed,
         timeout_s=args.timeout, wait=args.wait, fault_tolerance=args.fault_tolerance,
-        replace_lost=args.replace_lost)
+        replace_lost=args.replace_lost, store=args.store, verify=args.verify)
     faults = parse_faults(args.fault, "cec", cfg.world_size)
     first = 1
     if args.resume:
@@ -167,7 +167,14 @@ def register_run(sub: Any) -> None:
                    help="override: spawn (a new process replaces each lost machine before the "
                         "next step; needs --fault-tolerance ulfm) or none")
     p.add_argument("--resume", action="store_true",
-                   help="continue the job recorded in --out after its last completed step")
+                   help="continue the job recorded in --out after its last completed step "
+                        "(power and linreg: from the state saved with it, OUT.state.npz)")
+    p.add_argument("--store", default=None, metavar="DIR",
+                   help="override: start from the coded store written by `mpi-coded store "
+                        "write` ({host} in DIR: each rank's host name); docs/storage.md")
+    p.add_argument("--verify", default=None, metavar="{auto,exact,sketch}",
+                   help="override (with a store): check each product against X streamed "
+                        "from data (exact) or the store's sketch (sketch)")
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",
                    help="inject a fault: kill:RANK:PHASE[@STEP], stall:RANK:PHASE[@STEP]:SECONDS, "
                         "slow:RANK:FACTOR, garble:RANK:PHASE[@STEP] (repeatable)")

@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     from mpi_coded.cli import cluster as cluster_commands
     from mpi_coded.cli import coded as coded_commands
     from mpi_coded.cli import report as report_commands
+    from mpi_coded.cli import store as store_commands
 
     coded_commands.register_load(sub)
     analysis_commands.register(sub)  # model, solve
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     coded_commands.register_run(run_sub)
     cluster_commands.register(sub)  # cluster up/run/status/down/link
     report_commands.register(sub)  # results files as one HTML page
+    store_commands.register(sub)  # store write / check
 
     return parser
 

@@ -55,6 +55,8 @@ class ElasticConfig(Record):
     replace_lost: str | None = optional()
     deaths: list[list[int]] | None = optional()
     joins: list[list[int]] | None = optional()
+    store: str | None = optional()
+    verify: str | None = optional()
     source: str | None = optional()
     run: RunContext | None = part(RunContext)
     first_step: int = 1
@@ -88,6 +90,9 @@ class ElasticSetup(WithLinks, Record):
     link: LinkBytes | None = part(LinkBytes)
     """Phase ``setup``: measured on the master's host only (the machines report nothing
     before their first step)."""
+    store: dict[str, Any] | None = optional()
+    """A job from a coded store: ``machines`` (machine -> rank), ``lost`` (machines without
+    a rank), ``repairs`` (machine, rank, host, sources, bytes, seconds), ``dataset``."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -47,17 +47,21 @@ def payload(msg: tuple[P.Header, np.ndarray | None]) -> np.ndarray:
 class MachinePool:
     """The master's view of the cluster: links, speeds, suspects."""
 
-    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...]) -> None:
+    def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...],
+                 rank_of: Mapping[int, int] | None = None) -> None:
+        """``rank_of``: machine -> rank of a job from a store (machines without a rank are
+        not in it: :meth:`lose` them); None: machine ``n`` is rank ``n``."""
         self.cfg, self.comm, self.faults = cfg, comm, faults
         self.field = get_field(cfg.field)
-        self.machines = list(range(1, cfg.N + 1))  # alive: a lost machine is removed
-        self.links = Peers(comm, self.machines, on_lost=self.lose)
+        # alive: a lost machine is removed
+        self.machines = sorted(rank_of) if rank_of is not None else list(range(1, cfg.N + 1))
+        self.links = Peers(comm, self.machines, on_lost=self.lose, where=rank_of)
         self.at: tuple[str, int] = ("setup", 0)  # the master's phase and step (for losses)
         self.lost: list[dict[str, Any]] = []  # ElasticSummary.lost, in order
         self.stand_ins: list[int] = []  # this step's (stand_in)
         self.joined: list[dict[str, Any]] = []  # ElasticSummary.joined, in order
         self.suspects = Suspects(cfg.suspect_after)
-        self.estimator = cfg.speeds.make_estimator(self.machines)
+        self.estimator = cfg.speeds.make_estimator(list(range(1, cfg.N + 1)))
         self.observed = 0
         self.book = linkstats.HostBook()  # each host's last measured phase end
         self.link_at = linkstats.read()  # the master's link counters at its last mark
@@ -73,6 +77,14 @@ class MachinePool:
                                      detected_unix=self.links.lost.get(n)).to_dict())
         warn(f"{phase} {step}: machine {n} ({self.links.host.get(n, '?')}) died: lost; the "
              f"job goes on with {self.machines}")
+
+    def absent(self, n: int) -> None:
+        """Machine ``n`` has no rank in a job from a store (its host is not in this run, or
+        no rank could hold or repair its block): lost from the start."""
+        self.lost.append(LostMachine(machine=n, host="?", step=0, phase="store",
+                                     detected_unix=None).to_dict())
+        warn(f"store: machine {n} has no rank in this run (its host is not here, or its "
+             f"block is not readable): lost; the job goes on with {self.machines}")
 
     def stand_in(self, t: int, env: list[int]) -> list[int]:
         """Step ``t``'s available machines without the lost ones; when that leaves fewer

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from fractions import Fraction
 
 import numpy as np
@@ -99,7 +100,7 @@ class CodedSteps(Steps):
 
     store = CodedStore
 
-    def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
+    def __init__(self, cl: MachinePool, x: Any) -> None:
         super().__init__(cl, x)
         cfg, fld = self.cfg, self.field
         self.g = systematic_mds(fld, cfg.N, cfg.L)
@@ -109,7 +110,8 @@ class CodedSteps(Steps):
         self.prods = [Product(x, R, StepDecoder(self.decoder, fld, cfg.L, R), per_step)]
         if per_step == 2:
             Rt = -(-cfg.cols // cfg.L)
-            self.prods.append(Product(np.ascontiguousarray(x.T), Rt,
+            xt = np.ascontiguousarray(x.T) if isinstance(x, np.ndarray) else x.T
+            self.prods.append(Product(xt, Rt,
                                       StepDecoder(self.decoder, fld, cfg.L, Rt), per_step))
         self.prev: list[StepPlan | None] = [None] * per_step
         self.sus = StepSuspects((), (), (), ())
@@ -117,6 +119,11 @@ class CodedSteps(Steps):
 
     def setup(self, env: list[int]) -> DataSent:
         cfg, cl, fld = self.cfg, self.cl, self.field
+        if cfg.store:  # the machines mapped their blocks from their own disks
+            cl.links.handshake(cfg.timeout_s)
+            return DataSent(0, 0, f"{len(cl.machines)} coded blocks of "
+                            f"{cfg.rows_per_block}x{cfg.cols} {fld.name} from the store "
+                            f"{cfg.store} (none sent)")
         coded = encode_blocks(cfg, fld, self.g, self.x)
         hard = cl.hard()
         reqs = []

@@ -20,8 +20,10 @@ def run(cfg: CECConfig, out: str | None, faults: tuple[Fault, ...] = (),
     parent = spawned()
     if parent is not None:  # a machine the master started to replace a lost one
         return join_main(cfg, parent, steps.store, faults)
-    return launch(cfg.world_size,
-                  f"N+1 = {cfg.world_size} (a master and N={cfg.N} machines)",
+    rule = f"N+1 = {cfg.world_size} (a master and N={cfg.N} machines)" if not cfg.store \
+        else (f"in {cfg.L + 1}..{cfg.world_size} (a master and L={cfg.L} to N={cfg.N} "
+              "machines: from a store, the machines without a rank are lost)")
+    return launch(cfg.world_sizes, rule,
                   cfg.wait,
                   lambda comm, phase: master_main(cfg, comm, phase, out, steps, first, faults),
                   lambda comm, phase: machine_main(cfg, comm, phase, steps.store, faults),

@@ -38,7 +38,8 @@ from mpi_coded.cec.scenario import true_speed
 from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.faults import Fault
 from mpi_coded.fields import get_field
-from mpi_coded.runtime.cec.stores import MachineStore
+from mpi_coded.runtime.cec.storage import StoreRun, open_store
+from mpi_coded.runtime.cec.stores import DiskStore, MachineStore
 from mpi_coded.runtime.cec.tasks import merged_ranges, part_aux
 from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
@@ -72,6 +73,7 @@ class Machine:
         # link counters (runtime/core/linkstats.py) at the end of the last activity (setup,
         # a task, an IDLE)
         self.link_mark: linkstats.Counters | None = None
+        self.stored: StoreRun | None = None  # a job from a store: this rank's part of it
         self.store = store(self)  # the policy's data on this machine
 
     def real_step(self, vstep: int) -> int:
@@ -275,4 +277,11 @@ class IdleClock:
 
 def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, store: type[MachineStore],
                  faults: tuple[Fault, ...] = (), machine: int | None = None) -> None:
-    Machine(cfg, comm, faults, store, machine).run(phase)
+    stored = None
+    if cfg.store:  # which machine this rank is, its block checked or repaired
+        phase.set("setup")
+        stored = open_store(cfg, comm)
+        machine, store = stored.machine, DiskStore
+    m = Machine(cfg, comm, faults, store, machine)
+    m.stored = stored
+    m.run(phase)

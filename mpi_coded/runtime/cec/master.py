@@ -36,6 +36,7 @@ from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.data import make_data, step_vector
 from mpi_coded.cec.workloads import Iterate
 from mpi_coded.faults import Fault
+from mpi_coded.fields import Field
 from mpi_coded.results import (
     ElasticConfig,
     ElasticSetup,
@@ -50,11 +51,16 @@ from mpi_coded.runtime.cec.cluster import MachinePool, payload, warn
 from mpi_coded.runtime.cec.collect import drain
 from mpi_coded.runtime.cec.join import spawn_machine
 from mpi_coded.runtime.cec.steps import Steps
+from mpi_coded.runtime.cec.storage import StoreRun, open_store
 from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import CannotGoOn, Phase
 from mpi_coded.runtime.core.run import run_info
 from mpi_coded.runtime.core.wait import DeadlineExceeded, wait_all
+from mpi_coded.store import checkpoint
+from mpi_coded.store.manifest import Manifest
+from mpi_coded.store.sketch import Sketch, Sketched, Streamed
+from mpi_coded.store.source import NpyRows
 
 
 class Table:
@@ -97,14 +103,17 @@ class Master:
     """The elastic job on rank 0, one method per phase of the job."""
 
     def __init__(self, cfg: CECConfig, comm: MPI.Comm, faults: tuple[Fault, ...],
-                 steps: type[Steps]) -> None:
-        self.cfg, self.comm, self.steps = cfg, comm, steps
-        self.cl = MachinePool(cfg, comm, faults)
+                 steps: type[Steps], store: StoreRun | None = None) -> None:
+        self.cfg, self.comm, self.steps, self.store = cfg, comm, steps, store
+        self.cl = MachinePool(cfg, comm, faults, store.layout.rank_of if store else None)
+        for n in store.layout.lost if store else ():
+            self.cl.absent(n)
         self.schedule = cfg.available_sets()
         self.done: list[ElasticStep] = []
         self.waste = Fraction(0)  # the steps' transition waste, summed as they are done
 
     def run(self, phase: Phase, out: str | None, first: int) -> int:
+        self.out = out
         writer = ResultsWriter(out)
         writer.write(ElasticConfig.of(self.cfg.to_dict(), run_info(self.comm), first))
         last = LastWord(out) if out else None  # rank 0 killed: its watcher ends the file
@@ -124,6 +133,9 @@ class Master:
                 phase.set("step", t)
                 rec = self.step(steps, t)
                 writer.write(rec)
+                if out and self.work.stateful:  # the state after the step, durably
+                    checkpoint.save(out, self.work.state(t, checkpoint.job_digest(
+                        jsonable(self.cfg.to_dict()))))
                 table.row(rec)
                 self.done.append(rec)
                 self.waste += Fraction(rec.transition_waste)
@@ -135,7 +147,7 @@ class Master:
             if last is not None:
                 last.done()
             raise CannotGoOn(why) from None
-        check = self.work.check(x, len(self.schedule))
+        check = self.work.check(x, len(self.schedule)) if getattr(x, "exact", True) else None
         phase.set("stop")
         summary = self.summary(steps, setup, first, check, *self.stop())
         writer.write(summary)
@@ -145,13 +157,17 @@ class Master:
         self.cl.links.disconnect(self.cfg.timeout_s)  # machines spawned later may finalize
         return self.verdict(summary, check)
 
-    def setup(self, first: int) -> tuple[np.ndarray, Steps, ElasticSetup]:
-        """``X``, the policy, its data sent to the machines (timed), the iterate."""
+    def setup(self, first: int) -> tuple[Any, Steps, ElasticSetup]:
+        """``X`` (from a store: the master's view of it, :func:`matrix_of`), the policy,
+        its data sent to the machines (timed), the iterate (resumed: from its state)."""
         cfg, cl = self.cfg, self.cl
         cl.field.warm_up()
-        x = make_data(cfg, cl.field)
+        x = make_data(cfg, cl.field) if self.store is None else \
+            matrix_of(cfg, cl.field, self.store.identity)
         steps = self.steps(cl, x)
         self.work = Iterate.start(cfg.workload, x, cfg.rows, cfg.cols, cfg.seed)
+        if first > 1 and self.work.stateful and self.out:
+            self.work.restore(resumed_state(cfg, self.out, first))
         t0 = time.perf_counter()
         cl.link_mark()
         env0 = list(self.schedule[first - 1]) if first <= len(self.schedule) else cl.machines
@@ -160,7 +176,8 @@ class Master:
                            bytes_per_machine=sent.per_machine,
                            hosts={str(n): cl.links.host[n] for n in cl.machines},
                            link=cl.link_record([("setup", {0: cl.link_mark()})],
-                                               {"setup": sent.traffic}))
+                                               {"setup": sent.traffic}),
+                           store=self.store.record() if self.store else None)
         print(f"setup: {sent.what}, {sent.nbytes} bytes in {rec.setup_s:.3f} s (sent once)",
               flush=True)
         if first > 1:
@@ -308,6 +325,38 @@ class Master:
         return 1
 
 
+def matrix_of(cfg: CECConfig, field: Field, ident: Manifest) -> Streamed | Sketched:
+    """The master's ``X`` from a store: ``data`` streamed in chunks (its hash checked
+    against the store's: CannotGoOn if it is another data set), or the store's sketch."""
+    if cfg.exact_check:
+        src = NpyRows(cfg.data, field.dtype)
+        t0 = time.perf_counter()
+        if src.data_hash() != ident.dataset.get("hash"):
+            raise CannotGoOn(f"data {cfg.data}: its hash differs from the store's data set "
+                             f"({ident.dataset.get('source')}): another data set")
+        print(f"setup: X streamed from {cfg.data} (hash checked in "
+              f"{time.perf_counter() - t0:.3f} s); every product checked exactly", flush=True)
+        return Streamed(src, field, norm2=ident.norm2)
+    print("setup: no X at the master; every product checked against the store's sketch "
+          "(Freivalds)", flush=True)
+    return Sketched(Sketch(field, ident.sketch, ident.rows, ident.cols),
+                    (ident.rows, ident.cols), ident.norm2)
+
+
+def resumed_state(cfg: CECConfig, out: str, first: int) -> checkpoint.SavedState:
+    """The state saved after step ``first - 1`` (CannotGoOn when there is none)."""
+    st = checkpoint.load(out, checkpoint.job_digest(jsonable(cfg.to_dict())))
+    if st is None or st.step != first - 1:
+        raise CannotGoOn(f"--resume: {checkpoint.state_path(out)} holds "
+                         f"{'no state' if st is None else f'the state after step {st.step}'}"
+                         f", not the state after step {first - 1}")
+    print(f"resuming: the state after step {st.step} from {checkpoint.state_path(out)}",
+          flush=True)
+    return st
+
+
 def master_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, out: str | None,
                 steps: type[Steps], first: int = 1, faults: tuple[Fault, ...] = ()) -> int:
-    return Master(cfg, comm, faults, steps).run(phase, out, first)
+    phase.set("setup")
+    store = open_store(cfg, comm) if cfg.store else None
+    return Master(cfg, comm, faults, steps, store).run(phase, out, first)

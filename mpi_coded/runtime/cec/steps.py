@@ -54,7 +54,9 @@ class Steps:
     store: type[MachineStore] = MachineStore
     """What the machines store, and how (:mod:`mpi_coded.runtime.cec.stores`)."""
 
-    def __init__(self, cl: MachinePool, x: np.ndarray) -> None:
+    def __init__(self, cl: MachinePool, x: Any) -> None:
+        """``x``: ``X`` itself, or the master's view of it from a store (streamed from its
+        file, or a sketch: :mod:`mpi_coded.store.sketch`)."""
         self.cl, self.cfg, self.field, self.x = cl, cl.cfg, cl.field, x
 
     def send_block(self, n: int) -> int:
@@ -101,8 +103,12 @@ class Steps:
             stand_ins=list(cl.stand_ins),
             **own)
 
-    def check(self, y: np.ndarray, x: np.ndarray, w: np.ndarray) -> Any:
-        """The decoded ``y``'s largest error against the direct ``x @ w``."""
+    def check(self, y: np.ndarray, x: Any, w: np.ndarray) -> Any:
+        """The decoded ``y``'s largest error against the direct ``x @ w`` (a matrix the
+        master knows from a store checks itself: streamed, or Freivalds' sketch)."""
+        own = getattr(x, "error", None)
+        if own is not None:
+            return own(y, w)
         return self.field.max_error(y, self.field.matmul(x, w))
 
 

@@ -97,6 +97,22 @@ class CodedStore(MachineStore):
             self.m.block = self.blocks[(step - 1) % 2]
 
 
+class DiskStore(CodedStore):
+    """The coded block(s) memory-mapped from this host's store directory (checked, or
+    repaired, by :func:`mpi_coded.runtime.cec.storage.open_store`); nothing received."""
+
+    def setup(self) -> None:
+        from mpi_coded.store.blocks import open_block
+
+        m, run = self.m, self.m.stored
+        assert run is not None and run.blocks is not None
+        m.block = open_block(run.blocks, m.rank, 0)
+        if m.per_step == 2:
+            block_t = open_block(run.blocks, m.rank, 1)
+            self.blocks = [m.block, block_t]
+            m.out = m.field.zeros(max(m.cfg.rows_per_block, block_t.shape[0]))
+
+
 class UncodedStore(MachineStore):
     """The rows of ``X`` this machine owns, moved as the split changes (module docstring)."""
 

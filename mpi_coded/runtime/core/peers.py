@@ -28,7 +28,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 from mpi4py import MPI
@@ -65,16 +65,21 @@ class Peers:
 
     def __init__(self, comm: MPI.Comm, ranks: Sequence[int],
                  label: Callable[[int], str] = lambda r: f"rank {r}",
-                 on_lost: Callable[[int], None] | None = None) -> None:
+                 on_lost: Callable[[int], None] | None = None,
+                 where: Mapping[int, int] | None = None) -> None:
+        """``ranks``: the peers' names; ``where``: the rank of each name in ``comm`` when
+        it is not the name itself (a job from a store on fewer ranks than machines)."""
         self.comm = comm
         self.ranks = list(ranks)
-        self.inbox = {r: Inbox(comm, r) for r in self.ranks}
+        at = dict(where or {})
+        self.link: dict[int, tuple[MPI.Comm, int]] = {r: (comm, at.get(r, r))
+                                                      for r in self.ranks}
+        self.inbox = {r: Inbox(comm, self.link[r][1], name=r) for r in self.ranks}
         self.host = {r: "?" for r in self.ranks}
         self.label = label
         self.dropped = 0
         self.lost: dict[int, float] = {}  # rank -> when it was found dead (Unix seconds)
         self.on_lost = on_lost
-        self.link: dict[int, tuple[MPI.Comm, int]] = {r: (comm, r) for r in self.ranks}
         self.joined: dict[int, MPI.Intercomm] = {}  # peers spawned later, by name
 
     def join(self, r: int, inter: MPI.Intercomm) -> None:
@@ -114,7 +119,9 @@ class Peers:
         """Mark the peers MPI knows dead (and ``failed``, whose receive failed) lost; the
         newly lost ones."""
         now = time.time()
-        world = {r for r in ulfm.failed_ranks(self.comm) if r not in self.joined}
+        name = {rk: r for r, (c, rk) in self.link.items() if c is self.comm}
+        world = {name[r] for r in ulfm.failed_ranks(self.comm)
+                 if r in name and name[r] not in self.joined}
         dead = (world | set(failed)) & set(self.ranks)
         new = sorted(r for r in dead if r not in self.lost)
         for r in new:

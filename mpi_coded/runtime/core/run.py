@@ -25,10 +25,11 @@ from mpi_coded.runtime.core.memory import retain_freed_memory
 from mpi_coded.runtime.core.wait import POLICY, configure
 
 
-def check_world(comm: MPI.Comm, size: int, rule: str) -> None:
-    """Raise ConfigError (on every rank) unless the world has ``size`` ranks."""
+def check_world(comm: MPI.Comm, size: int | range, rule: str) -> None:
+    """Raise ConfigError (on every rank) unless the world has ``size`` ranks (or one of
+    the sizes of a range)."""
     got = comm.Get_size()
-    if got != size:
+    if got not in (size if isinstance(size, range) else (size,)):
         raise ConfigError("mpiexec -n", f"must be {rule}", got)
 
 
@@ -57,7 +58,7 @@ def run_record(comm: MPI.Comm) -> dict[str, Any]:
     return run_info(comm).fields_dict()
 
 
-def launch(size: int, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], int],
+def launch(size: int | range, rule: str, wait: str, master: Callable[[MPI.Comm, Phase], int],
            worker: Callable[[MPI.Comm, Phase], None], fault_tolerance: str = "none") -> int:
     """Check the world (and that ``fault_tolerance`` is possible here), choose the waiting
     strategy, run master or worker guarded.
