@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
