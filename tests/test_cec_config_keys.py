@@ -175,12 +175,20 @@ def test_batched_decode_groups_sets_with_the_same_machines():
     assert cache.misses == 1  # one inverse (looked up per set), one product for 3 sets
 
 
-def test_iterative_workloads_cannot_resume(tmp_path):
+def test_iterative_workloads_resume_only_from_a_saved_state(tmp_path):
+    """power carries w: --resume needs the state saved with its steps (OUT.state.npz)."""
+    import json
+
     from mpi_coded.cec.resume import resume_point
+    from mpi_coded.results import jsonable
 
     cfg = from_mapping({"workload": "power", "rows": 30, "cols": 30})
-    with pytest.raises(ConfigError, match="--resume: .* cannot be resumed"):
-        resume_point(cfg, str(tmp_path / "r.jsonl"))
+    out = tmp_path / "r.jsonl"
+    line = {"kind": "config", "job": "cec", **jsonable(cfg.to_dict())}
+    out.write_text(json.dumps(line) + "\n" + json.dumps({"kind": "step", "job": "cec",
+                                                        "step": 2}) + "\n")
+    with pytest.raises(ConfigError, match="--resume: .*power.* holds no saved state"):
+        resume_point(cfg, str(out))
 
 
 @pytest.mark.parametrize("toml,fault,msg", [
