@@ -90,6 +90,8 @@ class ElasticSetup(WithLinks, Record):
     link: LinkBytes | None = part(LinkBytes)
     """Phase ``setup``: measured on the master's host only (the machines report nothing
     before their first step)."""
+    master_peak_rss_mb: float | None = optional()
+    """The master's peak resident memory at the end of the setup (MiB; ``VmHWM``)."""
     store: dict[str, Any] | None = optional()
     """A job from a coded store: ``machines`` (machine -> rank), ``lost`` (machines without
     a rank), ``repairs`` (machine, rank, host, sources, bytes, seconds), ``dataset``."""

@@ -177,7 +177,8 @@ class Master:
                            hosts={str(n): cl.links.host[n] for n in cl.machines},
                            link=cl.link_record([("setup", {0: cl.link_mark()})],
                                                {"setup": sent.traffic}),
-                           store=self.store.record() if self.store else None)
+                           store=self.store.record() if self.store else None,
+                           master_peak_rss_mb=peak_rss_mb())
         print(f"setup: {sent.what}, {sent.nbytes} bytes in {rec.setup_s:.3f} s (sent once)",
               flush=True)
         if first > 1:
@@ -323,6 +324,13 @@ class Master:
               check["ok"] else f"mpi-coded: error: the {kind} result differs from numpy on "
               "the uncoded X", file=sys.stderr)
         return 1
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far, MiB (``ru_maxrss``: KiB on Linux)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def matrix_of(cfg: CECConfig, field: Field, ident: Manifest) -> Streamed | Sketched:
