@@ -16,7 +16,7 @@ All numbers from one run of this script (docs/benchmarks.md, "The coded store"):
 
 Progress goes to stderr; the last line on stdout is one JSON object.
 
-    python scripts/bench_store.py --gb 1.0
+    python scripts/bench_store.py                # X of 0.25 and 1 GiB
     python scripts/bench_store.py --gb 0.05     # quick
 """
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -67,8 +66,27 @@ def write_x(path: Path, rows: int, cols: int) -> None:
     del mm
 
 
-def child_peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+def run_peak(cmd: list[str], timeout: float) -> tuple[float, float]:
+    """Run ``cmd``; its wall seconds and its own peak RSS in MiB (``VmHWM`` of its
+    ``/proc`` entry, read until it ends: ``ru_maxrss`` of a child would include what its
+    parent had mapped when it forked)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, cwd=ROOT)
+    peak = 0.0
+    while proc.poll() is None:
+        try:
+            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024.0)
+        except OSError:
+            pass
+        if time.perf_counter() - t0 > timeout:
+            proc.kill()
+            raise SystemExit(f"bench_store: timed out: {' '.join(cmd)}")
+        time.sleep(0.02)
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_store: failed: {' '.join(cmd)}")
+    return time.perf_counter() - t0, peak
 
 
 def run_job(cfg: Path, out: Path, extra: list[str]) -> dict[str, Any]:
@@ -92,29 +110,34 @@ def run_job(cfg: Path, out: Path, extra: list[str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gb", type=float, default=1.0, help="size of X, GiB (default 1)")
+    ap.add_argument("--gb", default="0.25,1", help="sizes of X, GiB, comma-separated "
+                    "(default 0.25,1: the master's memory against the size of X)")
     ap.add_argument("--cols", type=int, default=COLS)
     ap.add_argument("--dir", default=None, help="work directory (default a temporary one)")
     args = ap.parse_args(argv)
-    rows = max(3, int(args.gb * (1 << 30)) // (8 * args.cols))
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+    sizes = [float(g) for g in args.gb.split(",") if g.strip()]
+    runs = {f"{g:g}GiB": one_size(g, cols, args.dir) for g in sizes}
+    print(json.dumps(runs))
+    return 0
+
+
+def one_size(gb: float, cols: int, where: str | None) -> dict[str, Any]:
+    """Every measurement for one size of ``X``."""
+    rows = max(3, int(gb * (1 << 30)) // (8 * cols))
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
         d = Path(tmp)
         x = d / "x.npy"
-        say(f"writing X: {rows} x {args.cols} float64 ({rows * args.cols * 8 / 2**30:.2f} GiB)")
-        write_x(x, rows, args.cols)
+        say(f"writing X: {rows} x {cols} float64 ({rows * cols * 8 / 2**30:.2f} GiB)")
+        write_x(x, rows, cols)
         cfg = d / "job.toml"
-        cfg.write_text(CONFIG.format(rows=rows, cols=args.cols, data=x))
-        before = child_peak_mb()
+        cfg.write_text(CONFIG.format(rows=rows, cols=cols, data=x))
         say("encoding the store (mpi-coded store write)")
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mpi_coded", "store", "write", "--config",
-                        str(cfg), "--out", str(d / "store")], check=True, timeout=3600,
-                       stdout=subprocess.DEVNULL)
-        enc = {"seconds": time.perf_counter() - t0, "peak_rss_mb": child_peak_mb(),
-               "peak_rss_mb_before": before,
+        secs, peak = run_peak([sys.executable, "-m", "mpi_coded", "store", "write",
+                               "--config", str(cfg), "--out", str(d / "store")], 3600)
+        enc = {"seconds": secs, "peak_rss_mb": peak,
                "bytes": sum(p.stat().st_size for p in (d / "store").glob("block-*.npy"))}
         say(f"encoded in {enc['seconds']:.1f} s, peak RSS {enc['peak_rss_mb']:.0f} MiB")
-        out: dict[str, Any] = {"x_bytes": os.path.getsize(x), "rows": rows, "cols": args.cols,
+        out: dict[str, Any] = {"x_bytes": os.path.getsize(x), "rows": rows, "cols": cols,
                                "encode": enc}
         for name, extra in (("no_store", []), ("store_exact", ["--store", str(d / "store")]),
                             ("store_sketch", ["--store", str(d / "store"), "--verify",
@@ -129,8 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             out[f"{name}_rss_ratio"] = out[name]["master_peak_rss_mb"] / \
                 base["master_peak_rss_mb"]
             out[f"{name}_job_wall_ratio"] = out[name]["job_wall_s"] / base["job_wall_s"]
-    print(json.dumps(out))
-    return 0
+    return out
 
 
 if __name__ == "__main__":
