@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", default=None, help="work directory (default a temporary one)")
     args = ap.parse_args(argv)
     sizes = [float(g) for g in args.gb.split(",") if g.strip()]
-    runs = {f"{g:g}GiB": one_size(g, cols, args.dir) for g in sizes}
+    runs = {f"{g:g}GiB": one_size(g, args.cols, args.dir) for g in sizes}
     print(json.dumps(runs))
     return 0
 
