@@ -10,9 +10,9 @@ import os
 import sys
 
 import pytest
+from test_multihost import _need_namespaces
 
 from conftest import ROOT, run_cmd
-from test_multihost import _need_namespaces
 
 pytestmark = [pytest.mark.mpi, pytest.mark.multihost]
 
