@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import mpiexec  # noqa: E402
 
 from mpi_coded.rates import parse_rate  # noqa: E402
+from mpi_coded.results import read_results  # noqa: E402
 
 COLS = 1024
 CONFIG = """job = "cec"
@@ -74,7 +75,7 @@ def one_run(name: str, d: Path, cfg: Path, store: str, host1: str, out: Path
     if r.returncode != 0:
         raise SystemExit(f"bench_repair: the job failed:\n{r.stdout}\n{r.stderr}")
     after = received(name, d)
-    lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    lines = read_results(out)
     out.unlink()
     setup = next(x for x in lines if x["kind"] == "setup")
     rep = setup["store"]["repairs"]

@@ -37,6 +37,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec  # noqa: E402
 
+from mpi_coded.results import read_results  # noqa: E402
+
 COLS = 2048
 CONFIG = """job = "cec"
 N = 6
@@ -97,7 +99,7 @@ def run_job(cfg: Path, out: Path, extra: list[str]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"bench_store: the job failed ({' '.join(cmd)}):\n{r.stderr}")
-    lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+    lines = read_results(out)
     setup = next(x for x in lines if x["kind"] == "setup")
     steps = [x for x in lines if x["kind"] == "step"]
     first = next((x for x in r.stdout.splitlines() if x.strip().startswith("1 ")), "")
