@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from mpi_coded.cluster import netns
-from mpi_coded.errors import EXIT_BAD_INPUT
+from mpi_coded.errors import EXIT_BAD_INPUT, ConfigError
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -56,6 +56,19 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     r.add_argument("command", nargs=argparse.REMAINDER,
                    help="-- mpiexec -n N PROGRAM... (or PROGRAM..., under this mpiexec)")
     r.set_defaults(func=_run)
+
+    rl = sub.add_parser("relaunch", help="run an elastic job across the hosts up and, when a "
+                        "host is lost, relaunch it on the hosts left with --resume "
+                        "(docs/storage.md, docs/clusters.md)")
+    common(rl)
+    rl.add_argument("--tries", type=int, default=3, help="relaunches at most (default 3)")
+    rl.add_argument("--timeout", type=float, default=600.0,
+                    help="seconds each launch may take (default 600)")
+    rl.add_argument("--report", default=None, metavar="FILE",
+                    help="append one JSON object per launch (hosts, ranks, times, steps)")
+    rl.add_argument("command", nargs=argparse.REMAINDER,
+                    help="-- mpiexec -n N ... mpi-coded run cec ... --out FILE")
+    rl.set_defaults(func=_relaunch)
 
     s = sub.add_parser("status", help="hosts, rates and the bytes through each link")
     common(s)
@@ -141,6 +154,22 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return manage.run(args.name, args.dir, command, args.timeout)
     except manage.ClusterError as exc:
+        return _fail(exc)
+
+
+def _relaunch(args: argparse.Namespace) -> int:
+    from mpi_coded.cluster import manage, relaunch
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if args.tries < 0:
+        return _fail(ConfigError("--tries", "must be >= 0", args.tries))
+    try:
+        c, d = manage.load(args.name, args.dir)
+        return relaunch.supervise(c, d, command, args.tries, args.timeout, args.report,
+                                  lambda since: manage.faults_since(d, since))
+    except (manage.ClusterError, ConfigError) as exc:
         return _fail(exc)
 
 

@@ -300,10 +300,53 @@ def privileged_host(name: str, directory: str | None, host: str) -> tuple[Host, 
 
 
 def set_link(name: str, directory: str | None, host: str, state: str) -> str:
-    """Take a host's link down or up (its bridge port: both directions)."""
-    h, _ = privileged_host(name, directory, host)
+    """Take a host's link down or up (its bridge port: both directions); a link taken down
+    is recorded (:func:`faults_since`)."""
+    h, d = privileged_host(name, directory, host)
     run_step(Step(("ip", "link", "set", h.port, state)))
+    if state == "down":
+        record_fault(d, h.name, "link down")
     return h.name
+
+
+FAULTS = "faults.json"
+"""Network faults made by hand (``cluster link HOST down``), a JSON list in the state
+directory, beside :data:`KILLS`."""
+
+
+def record_fault(d: Path, host: str, what: str) -> None:
+    """Append ``{host, unix, what}`` to the cluster's fault record."""
+    try:
+        old = json.loads((d / FAULTS).read_text())
+    except (OSError, ValueError):
+        old = []
+    old = old if isinstance(old, list) else []
+    old.append({"host": host, "unix": time.time(), "what": what})
+    (d / FAULTS).write_text(json.dumps(old))
+
+
+def faults_since(d: Path, since: float) -> list[dict[str, Any]]:
+    """Every host killed or link taken down since Unix time ``since``: ``{host, unix,
+    what}``, oldest first."""
+    try:
+        faults = json.loads((d / FAULTS).read_text())
+    except (OSError, ValueError):
+        faults = []
+    out = [{"host": k["host"], "unix": float(k["unix"]), "what": f"{k['host']} killed"}
+           for k in kills_since(d, since)]
+    out += [{"host": f["host"], "unix": float(f["unix"]), "what": f"{f['host']} {f['what']}"}
+            for f in (faults if isinstance(faults, list) else [])
+            if isinstance(f, dict) and float(f.get("unix", 0)) >= since]
+    return sorted(out, key=lambda f: f["unix"])
+
+
+def port_up(port: str) -> bool:
+    """Whether a host's bridge port exists and is up (root namespace)."""
+    try:
+        return Path(f"/sys/class/net/{port}/operstate").read_text().strip() in ("up",
+                                                                                  "unknown")
+    except OSError:
+        return False
 
 
 def kill_host(name: str, directory: str | None, host: str) -> tuple[str, list[tuple[int, str]]]:
@@ -408,6 +451,21 @@ def mpi_command(c: EmulatedCluster, d: Path, command: list[str]) -> tuple[list[s
         raise ClusterError(f"{exe}: neither MPICH's hydra nor Open MPI (from --version)")
     extra, env = netns.mpi_launch(flavor, c, str(d))
     return [exe, *extra, *rest], env, flavor
+
+
+def mpi_command_on(c: EmulatedCluster, d: Path, command: list[str], hosts: list[Host]
+                   ) -> tuple[list[str], dict[str, str]]:
+    """:func:`mpi_command` on ``hosts`` only (a hostfile of theirs, ``hosts-up.*``), with
+    the environment to run it in."""
+    argv, env, _ = mpi_command(c, d, command)
+    (d / "hosts-up.hydra").write_text("".join(f"{h.name}:{c.slots}\n" for h in hosts))
+    (d / "hosts-up.openmpi").write_text("".join(f"{h.name} slots={c.slots}\n"
+                                                for h in hosts))
+    argv = [a.replace(f"{d}/hosts.hydra", f"{d}/hosts-up.hydra").replace(
+        f"{d}/hosts.openmpi", f"{d}/hosts-up.openmpi") for a in argv]
+    full = {**os.environ, **{k: v for k, v in env.items()
+                             if k in ("MPI_CODED_NETWORK",) or k not in os.environ}}
+    return argv, full
 
 
 def run(name: str, directory: str | None, command: list[str], timeout: float | None) -> int:

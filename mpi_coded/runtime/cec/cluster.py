@@ -206,7 +206,9 @@ class MachinePool:
     def host_of(self) -> dict[int, str]:
         """Rank -> host: the master's and every machine's (from READY; a lost machine's
         last known host, a machine that joined later its own)."""
-        return {0: socket.gethostname(), **{n: self.links.host[n] for n in self.links.ranks}}
+        absent = {n: "?" for n in range(1, self.cfg.N + 1)}  # a store's machines with no rank
+        return {0: socket.gethostname(),
+                **absent, **{n: self.links.host[n] for n in self.links.ranks}}
 
     def links_measured(self) -> bool:
         """Whether link bytes mean anything for this job (:func:`linkstats.measured`; a
@@ -226,7 +228,8 @@ class MachinePool:
             return None
         by_host = [(name, _group(spans, host_of)) for name, spans in phases]
         link = linkstats.host_phases(by_host, host_of.values(), self.book)
-        plan: PhaseBytes = {name: bytes_by_host(t, host_of)
+        plan: PhaseBytes = {name: {h: v for h, v in bytes_by_host(t, host_of).items()
+                                   if h != "?"}
                             for name, t in plans.items() if t is not None}
         unread = all(v is None for per in link.values() for v in per.values())
         return LinkBytes(link_bytes=None if unread else link, plan_bytes=plan or None)

@@ -1,0 +1,226 @@
+"""A lost host costs a relaunch, not the job: ``mpi-coded cluster relaunch``.
+
+No released MPI launcher survives losing a host's daemon (docs/elastic.md, "Machines that
+die and join"): hydra and PRRTE 3.0 end the job.  The elastic job started from a coded
+store (docs/storage.md) needs no more than a new launch on the hosts left: each machine
+there maps its block from its own disk, the machines of the lost host are lost (or
+repaired by a rank without a block), and ``--resume`` continues after the last step line
+(power and linreg: from the state saved with it).  The supervisor here does that with the
+MPI launcher itself; it is not a launcher of its own:
+
+1. run the job's ``mpiexec`` command across the hosts that are up (:func:`hosts_up`: the
+   host's namespace exists and its link is up), with a hostfile of those hosts only;
+2. when it ends non-zero for anything but bad input (exit 2), and tries are left, run it
+   again on the hosts up then, with ``-n`` lowered by the ranks the lost hosts held
+   (:func:`ranks_left`) and ``--resume`` added (:func:`relaunch_command`);
+3. print each failure, each relaunch, and the seconds from the failure (the moment a
+   ``cluster kill`` or ``cluster link ... down`` was recorded, else the job's end) to the
+   next verified step (the first step row ``yes`` the relaunched job prints), and append
+   one JSON object per launch to ``--report`` when asked.
+
+The decisions (:func:`hosts_up`, :func:`ranks_left`, :func:`relaunch_command`,
+:func:`step_row`) are pure and unit-tested; :func:`supervise` is the thin loop around
+``subprocess``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mpi_coded.cluster.netns import EmulatedCluster, Host
+from mpi_coded.errors import ConfigError, require
+
+EXIT_BAD_INPUT = 2
+STEP_ROW = re.compile(r"^\s*(\d+)\s+[\d,]+\s+\S+\s+\S+\s+.*\s(yes|NO)\b")
+
+
+def step_row(line: str) -> tuple[int, bool] | None:
+    """``(step, verified)`` of one row of the elastic job's table on stdout, else None."""
+    m = STEP_ROW.match(line)
+    return (int(m.group(1)), m.group(2) == "yes") if m else None
+
+
+def hosts_up(hosts: Sequence[Host], netns_exists: Callable[[str], bool],
+             port_up: Callable[[str], bool], lost: Sequence[str] = ()) -> list[Host]:
+    """The hosts a launch may use: their namespace exists, their link is up, and no fault
+    was recorded on them since the first launch (``lost``: a host ``cluster kill`` crashed
+    stays lost, as a reclaimed VM does, though its namespace is still there)."""
+    return [h for h in hosts if netns_exists(h.netns) and port_up(h.port)
+            and h.name not in lost]
+
+
+def placement(n: int, hosts: int, slots: int) -> list[int]:
+    """The host index (0-based) of each of ``n`` ranks, placed by slot as the launchers
+    place them on a hostfile of ``hosts`` hosts with ``slots`` each (wrapping around)."""
+    return [(r // slots) % hosts for r in range(n)]
+
+
+def ranks_left(n: int, hosts: int, slots: int, up: Sequence[int]) -> int:
+    """The ranks of the first launch (``n`` on ``hosts`` hosts) that the hosts ``up``
+    (0-based indices) held."""
+    return sum(1 for h in placement(n, hosts, slots) if h in set(up))
+
+
+def ranks_arg(command: Sequence[str]) -> tuple[int, int]:
+    """``(index, n)`` of the ``-n N`` (or ``-np N``) of an ``mpiexec`` command."""
+    for i, a in enumerate(command[:-1]):
+        if a in ("-n", "-np"):
+            try:
+                return i + 1, int(command[i + 1])
+            except ValueError:
+                break
+    raise ConfigError("COMMAND", "must be an mpiexec command with -n N", " ".join(command))
+
+
+def out_arg(command: Sequence[str]) -> str:
+    """The results file (``--out``) of the ``mpi-coded run cec`` in ``command``."""
+    require("run" in command and "cec" in command, "COMMAND",
+            "must run the elastic job (mpi-coded run cec ...)", " ".join(command))
+    for i, a in enumerate(command[:-1]):
+        if a == "--out":
+            return command[i + 1]
+        if a.startswith("--out="):
+            return a.split("=", 1)[1]
+    raise ConfigError("COMMAND", "must name its results file (--out): a relaunch resumes "
+                      "from it", " ".join(command))
+
+
+def relaunch_command(command: Sequence[str], n: int, resume: bool) -> list[str]:
+    """``command`` with ``-n n``, and ``--resume`` when ``resume`` (the results file has a
+    step to continue after; a job lost before its first step starts again)."""
+    i, _ = ranks_arg(command)
+    out = list(command)
+    out[i] = str(n)
+    if resume and "--resume" not in out:
+        out.append("--resume")
+    return out
+
+
+def has_steps(path: str) -> bool:
+    """Whether the results file at ``path`` holds a step line of the elastic job."""
+    from mpi_coded.results import CEC, STEP, kind_of, read_results, records
+
+    try:
+        return any(kind_of(r) == STEP for r in records(read_results(path), job=CEC))
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass
+class Launch:
+    """One launch: when it started and ended, its exit status, its verified steps and when
+    the first of them was printed."""
+
+    attempt: int
+    hosts: list[str]
+    ranks: int
+    started: float
+    ended: float = 0.0
+    rc: int = 0
+    first_verified: float | None = None
+    steps_verified: int = 0
+    steps_unverified: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: Launch
+                  ) -> int:
+    """Run ``argv``, echo its stdout line by line, note its step rows; its exit status
+    (124 after ``timeout`` seconds: its process group killed)."""
+    from mpi_coded.proctree import kill_tree
+
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, bufsize=1)
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                kill_tree(proc.pid)
+                proc.wait()
+                print(f"mpi-coded cluster relaunch: killed after {timeout} s", file=sys.stderr)
+                return 124
+            if not sel.select(timeout=0.2):
+                continue
+            line = proc.stdout.readline()
+            if not line:
+                break
+            print(line, end="", flush=True)
+            row = step_row(line)
+            if row is not None:
+                if row[1]:
+                    launch.steps_verified += 1
+                    if launch.first_verified is None:
+                        launch.first_verified = time.time()
+                else:
+                    launch.steps_unverified += 1
+        return proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except BaseException:
+        kill_tree(proc.pid)
+        proc.wait()
+        raise
+    finally:
+        sel.close()
+
+
+def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeout: float,
+              report: str | None, events: Callable[[float], list[dict[str, Any]]]) -> int:
+    """The loop of the module docstring; the last launch's exit status."""
+    from mpi_coded.cluster import manage
+
+    _, n0 = ranks_arg(command)
+    out = out_arg(command)
+    all_hosts = list(c.hosts)
+    cmd = list(command)
+    rc = 1
+    failed_at: float | None = None
+    lost: list[str] = []
+    for attempt in range(tries + 1):
+        up = hosts_up(all_hosts, lambda ns: Path(f"/run/netns/{ns}").exists(),
+                      manage.port_up, lost)
+        if not up:
+            print("mpi-coded cluster relaunch: no host is up", file=sys.stderr)
+            return rc
+        if attempt > 0:
+            n = ranks_left(n0, len(all_hosts), c.slots, [all_hosts.index(h) for h in up])
+            cmd = relaunch_command(command, n, has_steps(out))
+        argv, env = manage.mpi_command_on(c, d, cmd, up)
+        launch = Launch(attempt, [h.name for h in up], ranks_arg(cmd)[1], time.time())
+        print(f"mpi-coded cluster relaunch: launch {attempt} on {launch.hosts} "
+              f"({launch.ranks} ranks)", file=sys.stderr, flush=True)
+        rc = run_streaming(argv, env, timeout, launch)
+        launch.ended, launch.rc = time.time(), rc
+        record = launch.to_dict()
+        failures = events(launch.started)
+        lost += [e["host"] for e in failures if e["host"] not in lost]
+        record["events"] = failures
+        if failed_at is not None and launch.first_verified is not None:
+            record["failure_to_verified_s"] = launch.first_verified - failed_at
+            print(f"mpi-coded cluster relaunch: the next verified step came "
+                  f"{record['failure_to_verified_s']:.2f} s after the failure",
+                  file=sys.stderr, flush=True)
+        if report:
+            with open(report, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        if rc == 0 or rc == EXIT_BAD_INPUT:
+            return rc
+        failed_at = min([e["unix"] for e in failures], default=launch.ended)
+        print(f"mpi-coded cluster relaunch: launch {attempt} ended with rc {rc} "
+              f"{launch.ended - failed_at:.2f} s after the failure"
+              + (f" ({', '.join(e['what'] for e in failures)})" if failures else ""),
+              file=sys.stderr, flush=True)
+    return rc
