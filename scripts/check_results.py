@@ -5,7 +5,10 @@
 Every line with a ``verified`` key must say ``true``, every line with an
 ``all_verified`` key (the summary) must say ``true``, and each file must hold
 at least one step line and at least one summary line (``--min-runs``: at least K
-summary lines, for a sweep's combined file).  A line of kind ``run_failed``
+summary lines, for a sweep's combined file).  A summary that says the job ended early
+(``ended_early``: a host lost, the launcher's end) passes when a resumed job follows it in
+the file (a config line with ``first_step`` > 1: ``--resume``, e.g. a relaunch on the hosts
+left, docs/storage.md); its steps are checked all the same.  A line of kind ``run_failed``
 (written by ``scripts/sweep.py``) fails the check.  Prints one line per file,
 ``OK`` or what is wrong; exit status 0 when every file passes, 1 otherwise.  A torn last
 line (a job killed mid-write) is reported too.  Files are read through
@@ -28,6 +31,7 @@ def check(path: Path, min_runs: int = 1) -> list[str]:
         return [f"{path}: no such file"]
     problems = []
     steps = summaries = 0
+    early: list[str] = []  # ended early: passes when a resumed job follows
     try:
         lines = scan_results(path)
     except (OSError, UnicodeDecodeError) as exc:
@@ -42,6 +46,8 @@ def check(path: Path, min_runs: int = 1) -> list[str]:
             problems.append(f"line {i}: not a JSON object")
             continue
         kind = kind_of(rec)
+        if kind == "config" and int(rec.get("first_step") or 1) > 1:
+            early = []  # the job ended early was resumed
         if kind == RUN_FAILED:
             problems.append(f"line {i}: a run failed: {rec.get('reason')}")
         if VERIFIED in rec:
@@ -51,7 +57,9 @@ def check(path: Path, min_runs: int = 1) -> list[str]:
         if ALL_VERIFIED in rec:
             summaries += 1
             if rec[ALL_VERIFIED] is not True:
-                problems.append(f"line {i}: summary says {ALL_VERIFIED} = {rec[ALL_VERIFIED]}")
+                what = f"line {i}: summary says {ALL_VERIFIED} = {rec[ALL_VERIFIED]}"
+                (early if rec.get("ended_early") else problems).append(what)
+    problems += [f"{p} (ended early and not resumed)" for p in early]
     if steps == 0:
         problems.append(f"no line with '{VERIFIED}'")
     if summaries < min_runs:

@@ -11,6 +11,9 @@
 #   CEC_ARGS     more `mpi-coded run cec` flags, split on spaces (--field, --policy, --t-row,
 #                --seed, --timeout)
 #   OUT          the JSON-lines file (default: $RESULTS_DIR/cec-$SLURM_JOB_ID.jsonl)
+#   RELAUNCH     relaunches on the nodes left when a node is lost (default 0): for a job
+#                from a coded store (CEC_ARGS="--store DIR/{host}", docs/storage.md);
+#                submit with sbatch --no-kill so that the allocation outlives the node
 #
 #SBATCH --job-name=mpi-coded-cec
 #SBATCH --ntasks=7
@@ -30,5 +33,5 @@ fi
 ARGS+=("${EXTRA[@]}")
 
 job_header
-launch "${ARGS[@]}"
+launch_relaunching "${RELAUNCH:-0}" "$OUT" "${ARGS[@]}"
 "$PY" "$ROOT/scripts/check_results.py" "$OUT"

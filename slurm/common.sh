@@ -12,6 +12,7 @@
 #                      Open MPI's fault tolerance (docs/elastic.md)
 #   RESULTS_DIR        where the JSON lines go (default: $ROOT/results/slurm)
 #   NTASKS             MPI ranks (default: $SLURM_NTASKS, which sbatch --ntasks sets)
+#   NODELIST           launch on these nodes only (comma-separated; set by a relaunch)
 
 set -euo pipefail
 
@@ -40,8 +41,12 @@ export MKL_NUM_THREADS=${MKL_NUM_THREADS:-1}
 launch() {
     case "$LAUNCHER" in
         srun)
-            echo "+ srun --mpi=$SRUN_MPI -n $NTASKS $PY -m mpi_coded $*"
-            srun --mpi="$SRUN_MPI" -n "$NTASKS" "$PY" -m mpi_coded "$@"
+            local only=()
+            if [ -n "${NODELIST:-}" ]; then
+                only=(--nodelist="$NODELIST" --nodes="$(tr ',' '\n' <<< "$NODELIST" | wc -l)")
+            fi
+            echo "+ srun --mpi=$SRUN_MPI${NODELIST:+ ${only[*]}} -n $NTASKS $PY -m mpi_coded $*"
+            srun --mpi="$SRUN_MPI" ${only[@]+"${only[@]}"} -n "$NTASKS" "$PY" -m mpi_coded "$@"
             ;;
         mpiexec)
             local exe=${MPIEXEC:-}
@@ -51,7 +56,10 @@ launch() {
             fi
             local flags=()
             read -r -a flags <<< "${MPIEXEC_ARGS:-}"
-            echo "+ $exe${MPIEXEC_ARGS:+ ${flags[*]}} -n $NTASKS $PY -m mpi_coded $*"
+            if [ -n "${NODELIST:-}" ]; then
+                flags+=(-hosts "$NODELIST")
+            fi
+            echo "+ $exe${flags[*]:+ ${flags[*]}} -n $NTASKS $PY -m mpi_coded $*"
             "$exe" ${flags[@]+"${flags[@]}"} -n "$NTASKS" "$PY" -m mpi_coded "$@"
             ;;
         *)
@@ -64,4 +72,51 @@ launch() {
 job_header() {
     echo "job ${SLURM_JOB_ID:-?} (${SLURM_JOB_NAME:-?}) on ${SLURM_JOB_NODELIST:-$(hostname -s)}:" \
         "$NTASKS tasks, launcher $LAUNCHER, python $PY"
+}
+
+# nodes_up: the allocation's nodes a relaunch may use, comma-separated: SLURM does not report
+# them down, drained or failing (sinfo), and a one-task step starts on each within 5 s (a
+# node whose slurmd is gone does not answer, though slurmctld has not noticed yet).
+nodes_up() {
+    local node state up=()
+    for node in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do
+        state=$(sinfo -h -N -n "$node" -o %t 2> /dev/null | head -n 1)
+        case "$state" in *down* | *drain* | *fail* | *unk* | *maint*) continue ;; esac
+        if timeout 5 srun --nodes=1 --ntasks=1 --nodelist="$node" --overlap true \
+            > /dev/null 2>&1; then
+            up+=("$node")
+        fi
+    done
+    (IFS=,; echo "${up[*]}")
+}
+
+# launch_relaunching TRIES OUT ARGS... : launch ARGS; when the launch fails for anything but
+# bad input (exit 2), relaunch up to TRIES times on the nodes up (nodes_up), NTASKS lowered
+# by the ranks the lost nodes held, with --resume once OUT has a step (docs/storage.md).
+launch_relaunching() {
+    local tries=$1 out=$2 attempt=0 rc=0 all up
+    shift 2
+    local args=("$@")
+    all=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd, -)
+    local per_node=${SLURM_TASKS_PER_NODE:-}
+    while true; do
+        rc=0
+        launch "${args[@]}" || rc=$?
+        if [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || [ "$attempt" -ge "$tries" ]; then
+            return "$rc"
+        fi
+        attempt=$((attempt + 1))
+        up=$(nodes_up)
+        [ -n "$up" ] || die "relaunch: no node of the allocation answers"
+        NTASKS=$("$PY" -m mpi_coded.cluster.relaunch ranks-left "$per_node" "$all" "$up")
+        NODELIST=$up
+        # the lost node never reports the failed step's end, so SLURM still counts its CPUs
+        # taken on every node: the relaunch's steps share them (srun --overlap)
+        export SLURM_OVERLAP=1
+        if [ "$("$PY" -m mpi_coded.cluster.relaunch has-steps "$out")" = yes ]; then
+            case " ${args[*]} " in *" --resume "*) ;; *) args+=(--resume) ;; esac
+        fi
+        echo "mpi-coded slurm: launch $((attempt - 1)) ended with rc $rc; relaunch $attempt" \
+            "on $NODELIST ($NTASKS ranks) at $(date +%s.%N)"
+    done
 }

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
-from test_multihost import _need_namespaces
+from test_multihost import Emulated, _need_namespaces, _need_slurm
 
-from conftest import ROOT, run_cmd
+from conftest import ROOT, mpi_flavor, processes_matching, run_cmd
 
 pytestmark = [pytest.mark.mpi, pytest.mark.multihost]
 
@@ -44,3 +49,92 @@ def test_a_lost_host_costs_a_relaunch_not_the_job() -> None:
         assert m["hangs"] == 0 and m["failed"] == 0, (case, m, r.stderr)
         assert m["unverified"] == 0 and m["lost"] == 0 and m["repeated"] == 0, (case, m)
         assert m["bytes_resent"] == 0 and m["relaunch_p50_s"] is not None, (case, m)
+
+
+SLURM_JOB = """job = "cec"
+N = 4
+L = 2
+rows = 64
+cols = 64
+t_row = 0.004
+timeout_s = 10
+workload = "power"
+[availability]
+kind = "random"
+p = 0.2
+steps = 30
+"""
+
+
+def _batch_done(env: dict[str, str], job: str, timeout: float) -> dict[str, str]:
+    """``scontrol show job`` once the batch script has ended (COMPLETING counts: a node
+    that died keeps a job there until slurmctld marks it down)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = run_cmd(["scontrol", "show", "job", "-o", job], 60, env=env)
+        fields = dict(kv.split("=", 1) for kv in r.stdout.split() if "=" in kv)
+        if fields.get("JobState") not in (None, "PENDING", "RUNNING", "CONFIGURING"):
+            return fields
+        time.sleep(1)
+    run_cmd(["scancel", job], 60, env=env)
+    pytest.fail(f"job {job} did not end within {timeout} s")
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(900)
+def test_under_slurm_a_lost_node_costs_a_relaunch_on_the_nodes_left() -> None:
+    """``sbatch -N 4 --no-kill`` of slurm/cec.sh with ``RELAUNCH=2`` and a store of one
+    directory per node: node 3 killed mid-run (its slurmd and ranks); the batch script
+    finds the nodes left with SLURM's own means (sinfo, a one-task step on each) and
+    relaunches there with --resume; the job is COMPLETED, every step verified once."""
+    _need_namespaces()
+    _need_slurm()
+    if mpi_flavor() != "mpich":
+        pytest.skip("the SLURM jobs here use MPICH's hydra inside the allocation")
+    work = Path(tempfile.mkdtemp(prefix="mcs-"))
+    c = Emulated(work, 4, "--rate", "1gbit", "--slurm")
+    try:
+        env = dict(re.findall(r"^export (\w+)=(.*)$", c.cli("env").stdout, re.M))
+        env = {k: v.strip("'") for k, v in env.items()}
+        cfg = work / "job.toml"
+        cfg.write_text(SLURM_JOB)
+        store = str(work / "store" / "{host}")
+        hosts = [f"{c.name}-node{k}" for k in range(1, 5)]
+        w = run_cmd([sys.executable, "-m", "mpi_coded", "store", "write", "--config",
+                     str(cfg), "--out", store, "--hosts", ",".join(hosts[1:] + hosts[:1])],
+                    120)
+        assert w.returncode == 0, w.stderr
+        out = work / "cec.jsonl"
+        r = run_cmd(["sbatch", "--parsable", "-N", "4", "--ntasks=5", "--no-kill",
+                     f"--output={work}/job-%j.out", "slurm/cec.sh"], 60,
+                    env={**env, "LAUNCHER": "mpiexec", "RELAUNCH": "2",
+                         "CEC_CONFIG": str(cfg), "CEC_ARGS": f"--store {store}",
+                         "MPI_CODED_ROOT": str(ROOT), "MPI_CODED_PYTHON": sys.executable,
+                         "RESULTS_DIR": str(work), "OUT": str(out)})
+        assert r.returncode == 0, r.stderr
+        job = r.stdout.strip().split(";")[0]
+        end = time.monotonic() + 300
+        while time.monotonic() < end:
+            text = out.read_text() if out.exists() else ""
+            if text.count('"kind": "step"') >= 5:
+                break
+            time.sleep(0.2)
+        k = c.cli("kill", "3")
+        assert k.returncode == 0, k.stderr
+        fields = _batch_done(env, job, 400)
+        log = next(work.glob(f"job-{job}.out")).read_text()
+        # the dead node keeps the job COMPLETING until slurmctld marks it down
+        assert fields["JobState"] in ("COMPLETED", "COMPLETING"), (fields, log)
+        assert fields["ExitCode"] == "0:0", log
+        assert "relaunch 1 on" in log, log
+        lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
+        steps = [int(x["step"]) for x in lines if x.get("kind") == "step"]
+        assert sorted(steps) == list(range(1, 31)), steps
+        assert all(x["verified"] for x in lines if x.get("kind") == "step")
+        setups = [x for x in lines if x.get("kind") == "setup"]
+        assert len(setups) >= 2 and setups[-1]["setup_bytes"] == 0
+        assert hosts[2] not in setups[-1]["hosts"].values(), setups[-1]["hosts"]
+    finally:
+        c.down()
+        shutil.rmtree(work, ignore_errors=True)
+    assert processes_matching(str(c.dir)) == []

@@ -66,3 +66,23 @@ def test_has_steps(tmp_path: Path) -> None:
     assert not has_steps(str(p))
     p.write_text(p.read_text() + json.dumps({"kind": "step", "job": "cec", "step": 1}) + "\n")
     assert has_steps(str(p))
+
+
+def test_check_results_passes_a_job_ended_early_and_resumed(tmp_path: Path) -> None:
+    """scripts/check_results.py: a summary that ended early fails the file unless a resumed
+    job (config line with first_step > 1) follows it."""
+    from conftest import ROOT, load_script
+
+    check = load_script(ROOT / "scripts" / "check_results.py", "check_results_relaunch").check
+    lines = [{"kind": "config", "job": "cec", "first_step": 1},
+             {"kind": "step", "job": "cec", "step": 1, "verified": True},
+             {"kind": "summary", "job": "cec", "all_verified": False,
+              "ended_early": "step 2: the launcher ended the job"}]
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert any("ended early and not resumed" in x for x in check(p))
+    lines += [{"kind": "config", "job": "cec", "first_step": 2},
+              {"kind": "step", "job": "cec", "step": 2, "verified": True},
+              {"kind": "summary", "job": "cec", "all_verified": True}]
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert check(p) == []

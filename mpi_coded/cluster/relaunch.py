@@ -69,6 +69,26 @@ def ranks_left(n: int, hosts: int, slots: int, up: Sequence[int]) -> int:
     return sum(1 for h in placement(n, hosts, slots) if h in set(up))
 
 
+def tasks_per_node(text: str) -> list[int]:
+    """SLURM's ``SLURM_TASKS_PER_NODE`` (``2,1(x3)``) as one count per node."""
+    out: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", part)
+        if m is None:
+            raise ConfigError("SLURM_TASKS_PER_NODE", "must read like 2,1(x3)", text)
+        out += [int(m.group(1))] * int(m.group(2) or 1)
+    return out
+
+
+def slurm_ranks_left(per_node: str, nodes: Sequence[str], up: Sequence[str]) -> int:
+    """The ranks of the first launch (``per_node``: ``SLURM_TASKS_PER_NODE`` over the
+    allocation's ``nodes``) that the nodes ``up`` held."""
+    counts = tasks_per_node(per_node)
+    require(len(counts) == len(nodes), "SLURM_TASKS_PER_NODE",
+            f"must count the tasks of the {len(nodes)} nodes", per_node)
+    return sum(n for node, n in zip(nodes, counts) if node in set(up))
+
+
 def ranks_arg(command: Sequence[str]) -> tuple[int, int]:
     """``(index, n)`` of the ``-n N`` (or ``-np N``) of an ``mpiexec`` command."""
     for i, a in enumerate(command[:-1]):
@@ -114,6 +134,22 @@ def has_steps(path: str) -> bool:
         return False
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m mpi_coded.cluster.relaunch ranks-left PER_NODE NODES UP`` (the batch
+    scripts' relaunch: :func:`slurm_ranks_left`, nodes comma-separated) and ``has-steps
+    OUT``: print the answer."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["ranks-left"] and len(args) == 4:
+        print(slurm_ranks_left(args[1], args[2].split(","), args[3].split(",")))
+        return 0
+    if args[:1] == ["has-steps"] and len(args) == 2:
+        print("yes" if has_steps(args[1]) else "no")
+        return 0
+    print("usage: python -m mpi_coded.cluster.relaunch ranks-left PER_NODE NODES UP | "
+          "has-steps OUT", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 @dataclass
 class Launch:
     """One launch: when it started and ended, its exit status, its verified steps and when
@@ -133,10 +169,33 @@ class Launch:
         return dict(self.__dict__)
 
 
-def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: Launch
-                  ) -> int:
+GRACE_S = 5.0
+"""Seconds the launcher may take to end once the job's master wrote its summary line."""
+
+
+def summaries(path: str) -> int:
+    """Summary lines of the elastic job in the results file at ``path``."""
+    from mpi_coded.results import CEC, SUMMARY, kind_of, read_results, records
+
+    try:
+        return sum(1 for r in records(read_results(path), job=CEC) if kind_of(r) == SUMMARY)
+    except (OSError, ValueError):
+        return 0
+
+
+def wrote_summary(out: str) -> Callable[[], bool]:
+    """Whether a summary line was added to ``out`` since this was called."""
+    before = summaries(out)
+    return lambda: summaries(out) > before
+
+
+def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: Launch,
+                  over: Callable[[], bool] = lambda: False) -> int:
     """Run ``argv``, echo its stdout line by line, note its step rows; its exit status
-    (124 after ``timeout`` seconds: its process group killed)."""
+    (124 after ``timeout`` seconds: its process group killed).  Once ``over()`` (the
+    master wrote its summary: the job is over whatever its launcher does) the launcher has
+    :data:`GRACE_S` seconds to end: a launcher waiting for a daemon on a host that vanished
+    without closing its connection would wait for ever."""
     from mpi_coded.proctree import kill_tree
 
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True,
@@ -147,12 +206,19 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: 
 
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
+    checked = 0.0
     try:
         while True:
+            now = time.monotonic()
+            if now - checked > 0.5:
+                checked = now
+                if over():
+                    deadline = min(deadline, now + GRACE_S)
             if time.monotonic() > deadline:
                 kill_tree(proc.pid)
                 proc.wait()
-                print(f"mpi-coded cluster relaunch: killed after {timeout} s", file=sys.stderr)
+                print("mpi-coded cluster relaunch: the launcher did not end: killed",
+                      file=sys.stderr)
                 return 124
             if not sel.select(timeout=0.2):
                 continue
@@ -202,7 +268,7 @@ def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeo
         launch = Launch(attempt, [h.name for h in up], ranks_arg(cmd)[1], time.time())
         print(f"mpi-coded cluster relaunch: launch {attempt} on {launch.hosts} "
               f"({launch.ranks} ranks)", file=sys.stderr, flush=True)
-        rc = run_streaming(argv, env, timeout, launch)
+        rc = run_streaming(argv, env, timeout, launch, wrote_summary(out))
         launch.ended, launch.rc = time.time(), rc
         record = launch.to_dict()
         failures = events(launch.started)
@@ -224,3 +290,7 @@ def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeo
               + (f" ({', '.join(e['what'] for e in failures)})" if failures else ""),
               file=sys.stderr, flush=True)
     return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
