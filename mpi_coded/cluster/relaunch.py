@@ -183,6 +183,18 @@ def summaries(path: str) -> int:
         return 0
 
 
+def completed(path: str) -> bool:
+    """Whether the last summary line of ``path`` says the job ran to its end verified."""
+    from mpi_coded.results import CEC, SUMMARY, kind_of, read_results, records
+
+    try:
+        last = [r for r in records(read_results(path), job=CEC) if kind_of(r) == SUMMARY]
+    except (OSError, ValueError):
+        return False
+    return bool(last) and last[-1].get("all_verified") is True and \
+        not last[-1].get("ended_early")
+
+
 def wrote_summary(out: str) -> Callable[[], bool]:
     """Whether a summary line was added to ``out`` since this was called."""
     before = summaries(out)
@@ -269,6 +281,8 @@ def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeo
         print(f"mpi-coded cluster relaunch: launch {attempt} on {launch.hosts} "
               f"({launch.ranks} ranks)", file=sys.stderr, flush=True)
         rc = run_streaming(argv, env, timeout, launch, wrote_summary(out))
+        if rc == 124 and completed(out):  # the job ended verified; its launcher hung
+            rc = 0
         launch.ended, launch.rc = time.time(), rc
         record = launch.to_dict()
         failures = events(launch.started)
