@@ -41,10 +41,12 @@ class Rows:
     def _fill(self, a: int, b: int, out: np.ndarray) -> None:
         raise NotImplementedError
 
-    def chunk_rows(self, limit: int = CHUNK_BYTES) -> int:
-        return max(1, limit // max(1, self.cols * self.dtype.itemsize))
+    def chunk_rows(self, limit: int | None = None) -> int:
+        """Rows of a chunk of at most ``limit`` bytes (default :data:`CHUNK_BYTES`)."""
+        size = CHUNK_BYTES if limit is None else limit
+        return max(1, size // max(1, self.cols * self.dtype.itemsize))
 
-    def chunks(self, limit: int = CHUNK_BYTES) -> Any:
+    def chunks(self, limit: int | None = None) -> Any:
         """``(a, b, rows)`` for every chunk, in order."""
         c = self.chunk_rows(limit)
         for a in range(0, self.rows, c):
