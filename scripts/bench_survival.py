@@ -141,13 +141,12 @@ def one_run(case: str, i: int, args: argparse.Namespace, d: Path, store: str, cf
         int(rp["bytes"]) for rp in (s.get("store") or {}).get("repairs", []))
         for s in setups[1:])
     out.unlink(missing_ok=True)
-    launches = [json.loads(x) for x in (d / "launches.jsonl").read_text().splitlines()
-                if x.strip()] if (d / "launches.jsonl").exists() else []
+    launches = read_results(d / "launches.jsonl") if (d / "launches.jsonl").exists() else []
     (d / "launches.jsonl").unlink(missing_ok=True)
     later = [x["first_verified"] for x in launches[1:] if x.get("first_verified")]
     return {"relaunch_to_verified_s": (later[0] - t_fail) if later and t_fail else None,
             "failure_to_end_s": (launches[0]["ended"] - t_fail) if launches and t_fail
-            else None,"case": case, "run": i, "hung": hung, "rc": proc.returncode,
+            else None, "case": case, "run": i, "hung": hung, "rc": proc.returncode,
             "launches": len(setups), "unverified": sum(1 for x in steps
                                                         if not x.get("verified")),
             "lost": len(set(range(1, args.steps + 1)) - set(verified)),

@@ -94,10 +94,9 @@ nodes_up() {
 # bad input (exit 2), relaunch up to TRIES times on the nodes up (nodes_up), NTASKS lowered
 # by the ranks the lost nodes held, with --resume once OUT has a step (docs/storage.md).
 launch_relaunching() {
-    local tries=$1 out=$2 attempt=0 rc=0 all up
+    local tries=$1 out=$2 attempt=0 rc=0 all="" up
     shift 2
     local args=("$@")
-    all=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd, -)
     local per_node=${SLURM_TASKS_PER_NODE:-}
     while true; do
         rc=0
@@ -106,6 +105,8 @@ launch_relaunching() {
             return "$rc"
         fi
         attempt=$((attempt + 1))
+        [ -n "${SLURM_JOB_NODELIST:-}" ] || die "relaunch: RELAUNCH needs a SLURM allocation"
+        [ -n "$all" ] || all=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd, -)
         up=$(nodes_up)
         [ -n "$up" ] || die "relaunch: no node of the allocation answers"
         NTASKS=$("$PY" -m mpi_coded.cluster.relaunch ranks-left "$per_node" "$all" "$up")

@@ -35,7 +35,8 @@ from mpi_coded.errors import require
 
 STATE_ROOT = Path("/run/mpi-coded")
 STATE_FILE = "cluster.json"
-OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh", "kills.json")
+OWN_FILES = ("cluster.json", "hosts.hydra", "hosts.openmpi", "launcher.sh", "kills.json",
+             "faults.json", "hosts-up.hydra", "hosts-up.openmpi")
 CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
 TOOLS = ("ip", "tc", "nsenter", "unshare")
 def run_tool(argv: list[str] | tuple[str, ...], stdin: str = "",
