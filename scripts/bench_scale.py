@@ -25,6 +25,12 @@ two series differ only by noise there.
 
     python scripts/bench_scale.py [--plot docs/figures/scale_overhead.png]
     python scripts/bench_scale.py --worlds 7,16 --no-planner      # quick
+    python scripts/bench_scale.py --scaling --profile /tmp/prof     # the scaling curve
+
+``--scaling``: 7, 15, 31, 64 ranks (wait = auto) and the least-squares model
+``overhead_ms = a + b * N + c * rowsets`` over every step (``N`` available machines,
+``rowsets`` of the step's plan) with its prediction at 1000 machines, in ``"model"``.
+``--profile DIR``: each job's rank 0 runs under cProfile (``MPI_CODED_PROFILE_MASTER``).
 
 Uses the ``mpiexec`` next to the running python (the venv's MPI wheel); under
 Open MPI it adds ``--oversubscribe`` (and, as root, the ``OMPI_ALLOW_*`` variables).
