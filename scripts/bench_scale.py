@@ -25,6 +25,12 @@ two series differ only by noise there.
 
     python scripts/bench_scale.py [--plot docs/figures/scale_overhead.png]
     python scripts/bench_scale.py --worlds 7,16 --no-planner      # quick
+    python scripts/bench_scale.py --scaling --profile /tmp/prof     # the scaling curve
+
+``--scaling``: 7, 15, 31, 64 ranks (wait = auto) and the least-squares model
+``overhead_ms = a + b * N + c * rowsets`` over every step (``N`` available machines,
+``rowsets`` of the step's plan) with its prediction at 1000 machines, in ``"model"``.
+``--profile DIR``: each job's rank 0 runs under cProfile (``MPI_CODED_PROFILE_MASTER``).
 
 Uses the ``mpiexec`` next to the running python (the venv's MPI wheel); under
 Open MPI it adds ``--oversubscribe`` (and, as root, the ``OMPI_ALLOW_*`` variables).
@@ -47,10 +53,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec  # noqa: E402
+from _scale_model import fit_model, print_profile  # noqa: E402
 
 from mpi_coded.results import STEP, kind_of, read_results  # noqa: E402
 
 WORLDS = (7, 16, 32, 64)
+SCALING_WORLDS = (7, 15, 31, 64)
 STEPS = 10
 ROWS_PER_BLOCK = 60
 COLS = 100
@@ -97,9 +105,11 @@ def write_config(path: Path, world: int, wait: str, steps: int, seed: int) -> No
                     f'[availability]\nkind = "schedule"\nschedule = {sched}\n')
 
 
-def run_job(world: int, cfg: Path, out: Path, timeout: float) -> float:
+def run_job(world: int, cfg: Path, out: Path, timeout: float,
+            extra_env: dict[str, str] | None = None) -> float:
     """One elastic job in its own process group (killed on timeout); returns its wall time."""
     cmd, env = launcher()
+    env = {**env, **(extra_env or {})}
     cmd += ["-n", str(world), sys.executable, "-m", "mpi_coded", "run", "cec",
             "--config", str(cfg), "--out", str(out)]
     t0 = time.perf_counter()
@@ -119,11 +129,15 @@ def run_job(world: int, cfg: Path, out: Path, timeout: float) -> float:
 
 
 def overhead(tmp: Path, world: int, wait: str, steps: int, seed: int,
-             timeout: float) -> dict[str, Any]:
+             timeout: float, profile: Path | None = None) -> dict[str, Any]:
     cfg = tmp / f"scale_{world}_{wait}.toml"
     out = tmp / f"scale_{world}_{wait}.jsonl"
     write_config(cfg, world, wait, steps, seed)
-    job_s = run_job(world, cfg, out, timeout)
+    prof = profile / f"master_{world}_{wait}.prof" if profile else None
+    job_s = run_job(world, cfg, out, timeout,
+                    {"MPI_CODED_PROFILE_MASTER": str(prof)} if prof else None)
+    if prof is not None:
+        print_profile(prof)
     recs = [r for r in read_results(out) if kind_of(r) == STEP]
     over = [1e3 * (r["wall_s"] - r["predicted_s"]) for r in recs]
     res = {
@@ -136,6 +150,8 @@ def overhead(tmp: Path, world: int, wait: str, steps: int, seed: int,
         "verified": all(r["verified"] for r in recs),
         "replanned": sum(bool(r["replanned"]) for r in recs),
         "job_s": job_s,
+        # (machines available, row sets in the plan, overhead ms) per step, for the model
+        "points": [(len(r["available"]), len(r["sets"]), o) for r, o in zip(recs, over)],
     }
     say(f"{world:>3} ranks, wait={wait:<6}: overhead {res['overhead_ms']:7.2f} ms/step "
         f"(median {res['overhead_ms_median']:.2f}, max {res['overhead_ms_max']:.2f}; "
@@ -212,9 +228,20 @@ def main() -> int:
     ap.add_argument("--no-coded", action="store_true",
                     help="skip the coded shuffle parts (bcast over p2p, K=18 plan build)")
     ap.add_argument("--plot", type=Path, help="draw overhead against ranks (PNG)")
+    ap.add_argument("--scaling", action="store_true",
+                    help="the scaling curve: worlds 7,15,31,64, wait=auto, and the fitted model "
+                         "overhead = a + b*N + c*rowsets (no planner, no coded parts)")
+    ap.add_argument("--profile", type=Path,
+                    help="directory: rank 0 of each job writes its cProfile statistics there "
+                         "(the top entries are printed)")
     args = ap.parse_args()
+    if args.scaling:
+        args.worlds, args.waits = ",".join(map(str, SCALING_WORLDS)), "auto"
+        args.no_planner = args.no_coded = True
     worlds = [int(x) for x in args.worlds.split(",")]
     waits = args.waits.split(",")
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"rows_per_block": ROWS_PER_BLOCK, "cols": COLS,
                                "steps": args.steps, "t_row": 0, "field": "float64",
                                "cores": len(os.sched_getaffinity(0)),
@@ -225,7 +252,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         for wait in waits:
             for world in worlds:
-                r = overhead(Path(d), world, wait, args.steps, args.seed, args.timeout)
+                r = overhead(Path(d), world, wait, args.steps, args.seed, args.timeout,
+                             args.profile)
                 runs.append(r)
                 suffix = "" if wait == "auto" else f"_{wait}"
                 results[f"overhead_ms_{world}{suffix}"] = round(r["overhead_ms"], 3)
@@ -233,6 +261,16 @@ def main() -> int:
                 results[f"collect_ms_{world}{suffix}"] = round(r["collect_ms"], 3)
                 results[f"decode_ms_{world}{suffix}"] = round(r["decode_ms"], 3)
     results["all_verified"] = all(r["verified"] for r in runs)
+    if len(worlds) >= 3:
+        model = fit_model([p for r in runs if r["wait"] == waits[0] for p in r["points"]])
+        results["model"] = {k: round(v, 4) for k, v in model.items()}
+        say(f"model (wait={waits[0]}, {model['points']} steps): overhead_ms = "
+            f"{model['a_ms']:.2f} + {model['b_ms_per_machine']:.3f} * N + "
+            f"{model['c_ms_per_rowset']:.3f} * rowsets (rms residual "
+            f"{model['rms_residual_ms']:.2f} ms); rowsets = {model['rowsets_d']:.2f} + "
+            f"{model['rowsets_e_per_machine']:.3f} * N; at N = 1000 available: "
+            f"{model['predicted_ms_N1000']:.0f} ms ({model['predicted_rowsets_N1000']:.0f} "
+            f"row sets)")
     if not args.no_planner:
         for n, n_avail, L in PLANNER_CASES:
             for rows in (None, 10 * L):

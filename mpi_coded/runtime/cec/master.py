@@ -24,6 +24,7 @@ attempt) and dropped (:mod:`mpi_coded.runtime.cec.collect`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from fractions import Fraction
@@ -97,6 +98,10 @@ class Table:
 def _stale(h: P.Header, key: tuple[int, int]) -> bool:
     """An answer of an earlier (step, attempt): a machine re-planned away or cut off."""
     return h.kind in (P.Kind.RESULT, P.Kind.META, P.Kind.PART) and h.step < key[0]
+
+
+PROFILE_ENV = "MPI_CODED_PROFILE_MASTER"
+"""A path: rank 0 runs the whole job under :mod:`cProfile` and writes its statistics there."""
 
 
 class Master:
@@ -367,4 +372,14 @@ def master_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, out: str | None,
                 steps: type[Steps], first: int = 1, faults: tuple[Fault, ...] = ()) -> int:
     phase.set("setup")
     store = open_store(cfg, comm) if cfg.store else None
-    return Master(cfg, comm, faults, steps, store).run(phase, out, first)
+    master = Master(cfg, comm, faults, steps, store)
+    where = os.environ.get(PROFILE_ENV)
+    if not where:
+        return master.run(phase, out, first)
+    import cProfile  # rank 0's own profile, for scripts/bench_scale.py --profile
+
+    prof = cProfile.Profile()
+    try:
+        return prof.runcall(master.run, phase, out, first)
+    finally:
+        prof.dump_stats(where)
