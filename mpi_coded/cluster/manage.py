@@ -11,6 +11,7 @@ sbin directories a user's default PATH leaves out (Debian's ``tc`` is only in
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -459,9 +460,9 @@ def mpi_command_on(c: EmulatedCluster, d: Path, command: list[str], hosts: list[
     """:func:`mpi_command` on ``hosts`` only (a hostfile of theirs, ``hosts-up.*``), with
     the environment to run it in."""
     argv, env, _ = mpi_command(c, d, command)
-    (d / "hosts-up.hydra").write_text("".join(f"{h.name}:{c.slots}\n" for h in hosts))
-    (d / "hosts-up.openmpi").write_text("".join(f"{h.name} slots={c.slots}\n"
-                                                for h in hosts))
+    up = dataclasses.replace(c, hosts=tuple(hosts))
+    (d / "hosts-up.hydra").write_text(netns.hydra_hostfile(up))
+    (d / "hosts-up.openmpi").write_text(netns.openmpi_hostfile(up))
     argv = [a.replace(f"{d}/hosts.hydra", f"{d}/hosts-up.hydra").replace(
         f"{d}/hosts.openmpi", f"{d}/hosts-up.openmpi") for a in argv]
     full = {**os.environ, **{k: v for k, v in env.items()

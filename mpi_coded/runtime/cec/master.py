@@ -119,6 +119,7 @@ class Master:
 
     def run(self, phase: Phase, out: str | None, first: int) -> int:
         self.out = out
+        self.job = checkpoint.job_digest(jsonable(self.cfg.to_dict()))  # names saved states
         writer = ResultsWriter(out)
         writer.write(ElasticConfig.of(self.cfg.to_dict(), run_info(self.comm), first))
         last = LastWord(out) if out else None  # rank 0 killed: its watcher ends the file
@@ -139,8 +140,7 @@ class Master:
                 rec = self.step(steps, t)
                 writer.write(rec)
                 if out and self.work.stateful:  # the state after the step, durably
-                    checkpoint.save(out, self.work.state(t, checkpoint.job_digest(
-                        jsonable(self.cfg.to_dict()))))
+                    checkpoint.save(out, self.work.state(t, self.job))
                 table.row(rec)
                 self.done.append(rec)
                 self.waste += Fraction(rec.transition_waste)
