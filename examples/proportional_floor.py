@@ -33,9 +33,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from mpi_coded.cec.policies import filled_sets
-from mpi_coded.cec.policy import Assignment, ElasticPolicy
-from mpi_coded.cec.step_plan import StepPlan
+from mpi_coded.plugin import (
+    Assignment,
+    ElasticPolicy,
+    Registrar,
+    StepPlan,
+    filled_sets,
+    registered,
+)
 
 
 def proportional_shares(speeds: Mapping[int, Fraction], copies: int, cap: Fraction
@@ -93,7 +98,7 @@ POLICY = ProportionalFloor(
     "speed-proportional loads, floor-rounded in rows (the public EC2 implementation)")
 
 
-def mpi_coded_register(registry) -> None:  # noqa: ANN001 - the plugin hook
+def mpi_coded_register(registry: Registrar) -> None:
     """The plugin hook: register the policy."""
     registry.policy(POLICY)
 
@@ -103,24 +108,22 @@ def main() -> None:
     steps and on random speeds, in rows of a block."""
     import random
 
-    from mpi_coded.cec.plan import make_plan
-    from mpi_coded.cec.policy import POLICIES
-
-    if POLICY.name not in POLICIES:
-        POLICIES.register(POLICY, origin=__file__)
+    optimal = registered("policy", "heterogeneous")
+    assert isinstance(optimal, ElasticPolicy)
     speeds = {1: Fraction(1), 2: Fraction(1), 3: Fraction(3, 2), 4: Fraction(3, 2),
               5: Fraction(2), 6: Fraction(2)}
     print(f"{'case':<36} {'rows':>5} {'optimal':>10} {'floor':>10} {'floor/opt':>9}")
     rng = random.Random(0)
-    cases = [(f"worked example {list(a)}", speeds, a) for a in
+    cases: list[tuple[str, dict[int, Fraction], tuple[int, ...]]] = [
+        (f"worked example {list(a)}", speeds, a) for a in
              ((1, 2, 3, 4, 5, 6), (1, 2, 3, 5, 6), (1, 2, 3, 5), (2, 3, 5))]
     for i in range(4):
         sp = {n: Fraction(rng.randint(2, 40), 10) for n in range(1, 11)}
         cases.append((f"random speeds #{i} (N=10)", sp, tuple(range(1, 11))))
     for name, sp, avail in cases:
         for rows in (20, 420):
-            opt = make_plan("heterogeneous", sp, 3, avail, rows=rows).time
-            flo = make_plan(POLICY.name, sp, 3, avail, rows=rows).time
+            opt = optimal.plan(sp, 3, avail, rows=rows).time
+            flo = POLICY.plan(sp, 3, avail, rows=rows).time
             print(f"{name:<36} {rows:>5} {float(opt):>10.5f} {float(flo):>10.5f} "
                   f"{float(flo / opt):>9.4f}")
 

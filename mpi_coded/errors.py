@@ -49,3 +49,15 @@ def launcher_rank() -> int | None:
         if v is not None and v.strip().isdigit():
             return int(v)
     return None
+
+
+class PluginError(RuntimeError):
+    """A plugin's object failed inside a running job: ``plugin <origin>: <kind> <name>:
+    <what went wrong>``.  The job ends in that one line (no traceback unless
+    ``MPI_CODED_TRACEBACK=1``), its results ending with a failure line."""
+
+    def __init__(self, origin: str, kind: str, name: str, what: str) -> None:
+        self.origin = origin
+        self.kind = kind
+        self.name = name
+        super().__init__(f"plugin {origin}: {kind} {name!r}: {what}")

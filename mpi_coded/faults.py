@@ -1,6 +1,7 @@
-"""Fault injection specs (``--fault``), parsed and checked without MPI.
+"""Fault injection (``--fault``): fault modes as objects in a registry, parsed and checked
+without MPI.
 
-Forms (repeatable on ``mpi-coded run``)::
+Built-in modes (repeatable on ``mpi-coded run``)::
 
     kill:RANK:PHASE[@STEP]            the rank dies (SIGKILL) when it enters PHASE
     stall:RANK:PHASE[@STEP]:SECONDS   the rank sleeps SECONDS when it enters PHASE
@@ -15,22 +16,42 @@ machine is told to idle, ``answer``: its product is computed, before it is sent)
 step (elastic) or repetition (coded) at which a fault fires; without it the
 fault fires the first time the rank enters the phase.  Rank 0 is the master,
 which takes no faults.
+
+A mode is a :class:`FaultMode` registered in :data:`FAULTS` (a plugin's
+``registry.fault(...)``): it parses its spec's fields (:meth:`FaultMode.parse`), may
+check them against the job (:meth:`FaultMode.check`), and acts through up to three
+hooks: :meth:`FaultMode.fire` when the rank enters the fault's phase (given a
+:class:`FaultContext`: the rank, its host, where it is, and the runtime's
+``send_garbled``), :meth:`FaultMode.time_factor` (its throttled work takes longer) and
+:meth:`FaultMode.speed_factor` (its speed from a step on).  The runtime asks the mode,
+never its name.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from mpi_coded.coded.phases import PHASES as CODED_PHASES
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.registry import HookRegistrar, Registry
 
-KINDS = ("kill", "stall", "slow", "garble", "drift")
 PHASES = {"cec": ("setup", "step", "idle", "answer"), "coded": ("setup", *CODED_PHASES)}
+"""The phases a fault can fire in, by job."""
+ARG = "--fault"
 
 
 @dataclass(frozen=True)
 class Fault:
+    """One parsed ``--fault``: its mode's name (``kind``), the worker ``rank`` it hits, the
+    ``phase`` and ``step`` it fires at (``step`` None: the first time), and the mode's
+    numbers (``seconds``, ``factor``)."""
+
     kind: str
     rank: int
     phase: str = ""
@@ -43,57 +64,178 @@ class Fault:
                 (self.step is None or self.step == step))
 
 
-def _num(text: str, what: str, spec: str) -> float:
+class FaultContext(Protocol):
+    """What a firing fault is given by the runtime (no MPI object)."""
+
+    rank: int
+    host: str
+    where: str
+    """``phase PHASE[ STEP]``, for messages."""
+
+    def send_garbled(self) -> None:
+        """Send the master a malformed message (the runtime's wire protocol)."""
+
+
+def number(text: str, what: str, spec: str) -> float:
+    """``text`` as a float; ConfigError naming ``--fault``, ``what`` and ``spec``."""
     try:
         return float(text)
     except ValueError:
-        raise ConfigError("--fault", f"{what} must be a number in '{spec}'", text) from None
+        raise ConfigError(ARG, f"{what} must be a number in '{spec}'", text) from None
+
+
+def integer(text: str, what: str, spec: str) -> int:
+    """``text`` as an int; ConfigError naming ``--fault``, ``what`` and ``spec``."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(ARG, f"{what} must be an integer", spec) from None
+
+
+def phase_at(text: str, job: str, spec: str) -> tuple[str, int | None]:
+    """``PHASE[@STEP]``: the phase (one of :data:`PHASES` of ``job``) and the step."""
+    phase, _, at = text.partition("@")
+    require(phase in PHASES[job], ARG,
+            f"PHASE must be one of {', '.join(PHASES[job])} for the {job} job", spec)
+    return phase, (integer(at, "@STEP", spec) if at else None)
+
+
+class FaultMode:
+    """One kind of fault (module docstring): ``name`` (the spec's first field), ``usage``
+    (the spec's shape), ``summary`` (help), ``jobs`` it applies to.  Subclass and override
+    :meth:`parse` and one or more of the hooks; register with ``registry.fault(mode)``."""
+
+    name = ""
+    usage = ""
+    summary = ""
+    jobs: tuple[str, ...] = ("cec", "coded")
+
+    def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
+        """The fault of ``spec``, whose fields after ``KIND:RANK`` are ``fields`` (default:
+        ``PHASE[@STEP]``)."""
+        require(len(fields) == 1, ARG, f"must look like {self.usage}", spec)
+        phase, step = phase_at(fields[0], job, spec)
+        return Fault(self.name, rank, phase, step)
+
+    def check(self, fault: Fault, steps: int) -> None:
+        """ConfigError unless ``fault`` fits a job of ``steps`` steps (default: any)."""
+
+    def fire(self, fault: Fault, ctx: FaultContext) -> None:
+        """What happens when the rank enters the fault's phase (default: nothing)."""
+
+    def time_factor(self, fault: Fault) -> float:
+        """How many times longer the rank's throttled work takes (default 1)."""
+        return 1.0
+
+    def speed_factor(self, fault: Fault, step: int) -> float:
+        """The factor on the rank's throttle speed at ``step`` (default 1)."""
+        return 1.0
+
+
+def say(ctx: FaultContext, what: str) -> None:
+    """One stderr line: ``mpi-coded: rank R (host) <what> ... in <where>``."""
+    sys.stderr.write(f"mpi-coded: rank {ctx.rank} ({ctx.host}) {what} by fault injection "
+                     f"in {ctx.where}" + (f" at unix {time.time():.6f}" if "killed" in what
+                                          else "") + "\n")
+    sys.stderr.flush()
+
+
+class Kill(FaultMode):
+    name, usage, summary = "kill", "kill:RANK:PHASE[@STEP]", "the rank dies (SIGKILL)"
+
+    def fire(self, fault: Fault, ctx: FaultContext) -> None:
+        say(ctx, "killed")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Stall(FaultMode):
+    name, usage = "stall", "stall:RANK:PHASE[@STEP]:SECONDS"
+    summary = "the rank sleeps SECONDS"
+
+    def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
+        require(len(fields) == 2, ARG, f"must look like {self.usage}", spec)
+        phase, step = phase_at(fields[0], job, spec)
+        seconds = number(fields[1], "SECONDS", spec)
+        require(seconds >= 0, ARG, "stall SECONDS must be >= 0", spec)
+        return Fault(self.name, rank, phase, step, seconds)
+
+    def fire(self, fault: Fault, ctx: FaultContext) -> None:
+        say(ctx, f"stalls {fault.seconds:g} s")
+        time.sleep(fault.seconds)
+
+
+class Garble(FaultMode):
+    name, usage = "garble", "garble:RANK:PHASE[@STEP]"
+    summary = "the rank sends the master a malformed message"
+
+    def fire(self, fault: Fault, ctx: FaultContext) -> None:
+        ctx.send_garbled()
+
+
+class Slow(FaultMode):
+    name, usage = "slow", "slow:RANK:FACTOR"
+    summary = "the rank's throttled work takes FACTOR times longer"
+
+    def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
+        require(len(fields) == 1, ARG, f"must look like {self.usage}", spec)
+        factor = number(fields[0], "FACTOR", spec)
+        require(factor >= 1, ARG, "slow FACTOR must be >= 1", spec)
+        return Fault(self.name, rank, factor=factor)
+
+    def time_factor(self, fault: Fault) -> float:
+        return fault.factor
+
+
+class Drift(FaultMode):
+    name, usage = "drift", "drift:RANK:STEP:FACTOR"
+    summary = "from step STEP on the rank's speed is multiplied by FACTOR"
+    jobs = ("cec",)
+
+    def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
+        require(len(fields) == 2, ARG, f"must look like {self.usage}", spec)
+        at_step = integer(fields[0], "STEP", spec)
+        require(at_step >= 1, ARG, "drift STEP must be >= 1", spec)
+        factor = number(fields[1], "FACTOR", spec)
+        require(factor > 0, ARG, "drift FACTOR must be > 0", spec)
+        return Fault(self.name, rank, "step", at_step, factor=factor)
+
+    def check(self, fault: Fault, steps: int) -> None:
+        assert fault.step is not None
+        require(fault.step <= steps, ARG, f"drift step must be a step of the job (1..{steps})",
+                f"drift:{fault.rank}:{fault.step}:{fault.factor:g}")
+
+    def speed_factor(self, fault: Fault, step: int) -> float:
+        return fault.factor if fault.step is not None and fault.step <= step else 1.0
+
+
+FAULTS: Registry[FaultMode] = Registry("fault")
+"""Name -> fault mode, the built-ins' and the plugins'."""
+
+
+def mpi_coded_register(registry: HookRegistrar) -> None:
+    """The package's own fault modes, through the hook a plugin uses."""
+    for mode in (Kill(), Stall(), Slow(), Garble(), Drift()):
+        registry.fault(mode)
+
+
+def mode_of(fault: Fault) -> FaultMode:
+    """The registered mode of ``fault``."""
+    return FAULTS.lookup(fault.kind, ARG)
 
 
 def parse_fault(spec: str, job: str, world_size: int) -> Fault:
     """One ``--fault`` value for ``job`` (``cec`` or ``coded``) on ``world_size`` ranks."""
     parts = spec.split(":")
-    kind = parts[0]
-    require(kind in KINDS, "--fault", f"kind must be one of {', '.join(KINDS)}", spec)
-    shapes = {"kill": 3, "stall": 4, "slow": 3, "garble": 3, "drift": 4}
-    usage = {"kill": "kill:RANK:PHASE[@STEP]", "stall": "stall:RANK:PHASE[@STEP]:SECONDS",
-             "slow": "slow:RANK:FACTOR", "garble": "garble:RANK:PHASE[@STEP]",
-             "drift": "drift:RANK:STEP:FACTOR"}
-    require(len(parts) == shapes[kind], "--fault", f"must look like {usage[kind]}", spec)
-    try:
-        rank = int(parts[1])
-    except ValueError:
-        raise ConfigError("--fault", "RANK must be an integer", spec) from None
-    require(1 <= rank < world_size, "--fault",
+    mode = FAULTS.get(parts[0])
+    require(mode is not None, ARG, f"kind must be one of {', '.join(FAULTS)}", spec)
+    assert mode is not None
+    require(job in mode.jobs, ARG, f"{mode.name} is a fault of the "
+            f"{' or '.join(mode.jobs)} job", spec)
+    require(len(parts) >= 2, ARG, f"must look like {mode.usage}", spec)
+    rank = integer(parts[1], "RANK", spec)
+    require(1 <= rank < world_size, ARG,
             f"RANK must be a worker rank 1..{world_size - 1} (rank 0 is the master)", spec)
-    if kind == "drift":
-        require(job == "cec", "--fault", "drift is a fault of the cec job", spec)
-        try:
-            at_step = int(parts[2])
-        except ValueError:
-            raise ConfigError("--fault", "STEP must be an integer", spec) from None
-        require(at_step >= 1, "--fault", "drift STEP must be >= 1", spec)
-        factor = _num(parts[3], "FACTOR", spec)
-        require(factor > 0, "--fault", "drift FACTOR must be > 0", spec)
-        return Fault(kind, rank, "step", at_step, factor=factor)
-    if kind == "slow":
-        factor = _num(parts[2], "FACTOR", spec)
-        require(factor >= 1, "--fault", "slow FACTOR must be >= 1", spec)
-        return Fault(kind, rank, factor=factor)
-    phase, _, at = parts[2].partition("@")
-    require(phase in PHASES[job], "--fault",
-            f"PHASE must be one of {', '.join(PHASES[job])} for the {job} job", spec)
-    step = None
-    if at:
-        try:
-            step = int(at)
-        except ValueError:
-            raise ConfigError("--fault", "@STEP must be an integer", spec) from None
-    seconds = 0.0
-    if kind == "stall":
-        seconds = _num(parts[3], "SECONDS", spec)
-        require(seconds >= 0, "--fault", "stall SECONDS must be >= 0", spec)
-    return Fault(kind, rank, phase, step, seconds)
+    return mode.parse(parts[2:], rank, job, spec)
 
 
 def parse_faults(specs: Sequence[str] | None, job: str, world_size: int) -> tuple[Fault, ...]:
@@ -101,27 +243,27 @@ def parse_faults(specs: Sequence[str] | None, job: str, world_size: int) -> tupl
 
 
 def slow_factor(faults: Sequence[Fault], rank: int) -> float:
+    """Product of the time factors of ``rank``'s faults."""
     f = 1.0
     for x in faults:
-        if x.kind == "slow" and x.rank == rank:
-            f *= x.factor
+        if x.rank == rank:
+            f *= mode_of(x).time_factor(x)
     return f
 
 
 def check_steps(faults: Sequence[Fault], steps: int) -> None:
-    """ConfigError unless every drift fires at a step of a job of ``steps`` steps."""
+    """ConfigError unless every fault fits a job of ``steps`` steps."""
     for f in faults:
-        if f.kind == "drift":
-            assert f.step is not None
-            require(f.step <= steps, "--fault",
-                    f"drift step must be a step of the job (1..{steps})",
-                    f"drift:{f.rank}:{f.step}:{f.factor:g}")
+        mode_of(f).check(f, steps)
 
 
 def drift_factor(faults: Sequence[Fault], rank: int, step: int) -> float:
-    """Product of the drift factors of ``rank`` that have fired by ``step``."""
+    """Product of the speed factors of ``rank``'s faults at ``step``."""
     f = 1.0
     for x in faults:
-        if x.kind == "drift" and x.rank == rank and x.step is not None and x.step <= step:
-            f *= x.factor
+        if x.rank == rank:
+            f *= mode_of(x).speed_factor(x, step)
     return f
+
+
+mpi_coded_register(HookRegistrar("mpi_coded", {"fault": FAULTS}))

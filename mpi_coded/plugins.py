@@ -7,6 +7,9 @@ A plugin is a Python module or ``.py`` file that defines one hook::
         registry.scheme(MY_SCHEME)          # a mpi_coded.coded.schemes.base.Scheme
         registry.policy(MY_POLICY)          # a mpi_coded.cec.policy.ElasticPolicy
         registry.workload(MY_WORKLOAD)      # a mpi_coded.cec.workloads.Workload
+        registry.fault(MY_FAULT_MODE)       # a mpi_coded.faults.FaultMode
+
+(All of them, typed: the public module :mod:`mpi_coded.plugin`.)
 
 It is found two ways, as pytest finds its plugins:
 
@@ -40,11 +43,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from mpi_coded.errors import ConfigError
+from mpi_coded.registry import HookRegistrar
 
 if TYPE_CHECKING:
     from mpi_coded.cec.policy import ElasticPolicy
     from mpi_coded.cec.workloads import Workload
     from mpi_coded.coded.schemes.base import Scheme
+    from mpi_coded.faults import FaultMode
 
 HOOK = "mpi_coded_register"
 """The one function a plugin defines: ``mpi_coded_register(registry)``."""
@@ -77,8 +82,8 @@ REFERENCE_SETTINGS = ((6, 4, Fraction(1, 2)), (6, 3, Fraction(1, 3)), (6, 2, Fra
 
 def check_scheme(scheme: object, plugin: str) -> None:
     """A scheme is a :class:`Scheme` whose loads are exact fractions at the reference
-    settings it accepts (:data:`REFERENCE_SETTINGS`, docs/theory.md (B.3)); it must accept
-    at least one."""
+    settings it accepts (:data:`REFERENCE_SETTINGS`, docs/theory.md (B.3)); one with a
+    closed-form load must accept at least one."""
     from mpi_coded.coded.schemes.base import Scheme
 
     if not isinstance(scheme, Scheme):
@@ -97,7 +102,7 @@ def check_scheme(scheme: object, plugin: str) -> None:
         if bad:
             raise fail(plugin, f"scheme {scheme.name!r}: its loads must be exact fractions "
                        f"(fractions.Fraction), not {bad[0]!r} (K={K}, q={q}, mu={mu})")
-    if not checked:
+    if not checked and scheme.closed_form_load:  # (bdc: no load formula at all)
         raise fail(plugin, f"scheme {scheme.name!r} accepts none of the reference settings "
                    "(K, q, mu) = " + ", ".join(f"({K}, {q}, {mu})"
                                                for K, q, mu in REFERENCE_SETTINGS))
@@ -148,21 +153,36 @@ def check_workload(workload: object, plugin: str) -> None:
                    f"(X w, X^T z), not {workload.products!r}")
 
 
-class PluginRegistry:
-    """What a plugin's hook is given: it checks each object, then registers it under the
-    plugin's name (:meth:`mpi_coded.registry.Registry.origin`)."""
+def check_fault(mode: object, plugin: str) -> None:
+    """A fault mode is a :class:`~mpi_coded.faults.FaultMode` with a name, a usage and
+    jobs among ``cec``, ``coded``."""
+    from mpi_coded.faults import PHASES, FaultMode
+
+    if not isinstance(mode, FaultMode):
+        raise fail(plugin, f"registry.fault() takes a mpi_coded FaultMode, not {mode!r}")
+    if not mode.name or ":" in mode.name or not mode.usage.startswith(mode.name + ":"):
+        raise fail(plugin, f"fault mode {mode.name!r}: needs a name without ':' and a usage "
+                   "that starts with it (NAME:RANK:...)")
+    if not mode.jobs or any(j not in PHASES for j in mode.jobs):
+        raise fail(plugin, f"fault mode {mode.name!r}: jobs must be among "
+                   f"{', '.join(PHASES)}, not {mode.jobs!r}")
+
+
+class PluginRegistry(HookRegistrar):
+    """What a plugin's hook is given (the typed view: :class:`mpi_coded.plugin.Registrar`):
+    it holds each object to the rules of its kind, then registers it under the plugin's
+    name (:meth:`mpi_coded.registry.Registry.origin`)."""
 
     def __init__(self, plugin: str) -> None:
+        super().__init__(plugin, {})
         self.plugin = plugin
-        self.added: list[tuple[str, str]] = []  # (kind, name), in order
 
     def _add(self, registry: Any, item: Any) -> Any:
+        self.registries[registry.kind] = registry
         try:
-            registry.register(item, origin=self.plugin)
+            return self.add(registry.kind, item)
         except ValueError as exc:
             raise fail(self.plugin, str(exc)) from None
-        self.added.append((registry.kind, item.name))
-        return item
 
     def scheme(self, scheme: Scheme) -> Scheme:
         from mpi_coded.coded.schemes import REGISTRY
@@ -181,6 +201,12 @@ class PluginRegistry:
 
         check_workload(workload, self.plugin)
         return self._add(WORKLOADS, workload)
+
+    def fault(self, fault: FaultMode) -> FaultMode:
+        from mpi_coded.faults import FAULTS
+
+        check_fault(fault, self.plugin)
+        return self._add(FAULTS, fault)
 
 
 def _import(spec: str) -> ModuleType:

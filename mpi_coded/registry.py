@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from mpi_coded.errors import ConfigError
 
@@ -99,3 +99,40 @@ class Registry(Mapping[str, T], Generic[T]):
         return tuple(n for n, s in self._items.items()
                      if all(getattr(s, k) == v for k, v in flags.items()))
 
+
+
+class HookRegistrar:
+    """What a ``mpi_coded_register(registry)`` hook is given: one method per kind
+    (``scheme``, ``policy``, ``workload``, ``fault``), each adding its item to that kind's
+    :class:`Registry` under ``origin``.  The package's own objects come in through the
+    same hook a plugin defines (each owning module has one, called with a registrar of its
+    kind); a plugin's registrar (:class:`mpi_coded.plugins.PluginRegistry`) first holds
+    each item to the rules of its kind.  The typed interface plugins see:
+    :class:`mpi_coded.plugin.Registrar`."""
+
+    def __init__(self, origin: str, registries: Mapping[str, Registry[Any]]) -> None:
+        self.origin = origin
+        self.registries = dict(registries)
+        self.added: list[tuple[str, str]] = []
+        """``(kind, name)`` of what was registered, in order."""
+
+    def add(self, kind: str, item: Any) -> Any:
+        """Register ``item`` as a ``kind`` (ValueError: a name taken, or a kind this
+        registrar does not hold)."""
+        if kind not in self.registries:
+            raise ValueError(f"{self.origin} registers no {kind} here")
+        self.registries[kind].register(item, origin=self.origin)
+        self.added.append((kind, item.name))
+        return item
+
+    def scheme(self, scheme: Any) -> Any:
+        return self.add("scheme", scheme)
+
+    def policy(self, policy: Any) -> Any:
+        return self.add("policy", policy)
+
+    def workload(self, workload: Any) -> Any:
+        return self.add("workload", workload)
+
+    def fault(self, fault: Any) -> Any:
+        return self.add("fault", fault)

@@ -213,7 +213,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("mpi_coded.analysis",),  # evaluators and the model (and analysis.network: the
     # network model over the coded and elastic plans), over the coded plans
     ("mpi_coded.plotting", "mpi_coded.report",  # figures and the results page, no MPI
-     "mpi_coded.plugins"),  # a plugin registers schemes (coded), policies, workloads (cec)
+     "mpi_coded.plugins",  # a plugin registers schemes (coded), policies, workloads (cec)
+     "mpi_coded.plugin"),  # the public plugin API: what a plugin imports
     ("mpi_coded.runtime",),
     ("mpi_coded.cli", "mpi_coded.__main__"),
 ]

@@ -17,6 +17,7 @@ import pytest
 from conftest import run_mpi
 from mpi_coded import results
 from mpi_coded.results import (
+    SCHEMA_VERSION,
     CodedConfig,
     CodedRun,
     ElasticConfig,
@@ -56,7 +57,7 @@ def test_writer_round_trip(tmp_path):
              "d": {1: np.int64(2)}})
     w.close()
     assert results.read_results(out) == [{"kind": "step", "x": "1/3", "a": [0, 1, 2],
-                                          "f": 0.5, "d": {"1": 2}}]
+                                          "f": 0.5, "d": {"1": 2}, "schema": SCHEMA_VERSION}]
     assert w.lines == results.read_results(out)
 
 
@@ -194,7 +195,8 @@ def _sample(tp: Any, salt: int) -> Any:
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
         return tp(**{f.name: _sample(hints[f.name], salt + i)
-                     for i, f in enumerate(dataclasses.fields(tp)) if f.name != "raw"})
+                     for i, f in enumerate(dataclasses.fields(tp))
+                     if f.name not in ("raw", "schema")})
     if tp is bool:
         return salt % 2 == 0
     if tp is int:
@@ -225,6 +227,7 @@ def test_every_record_kind_round_trips_field_for_field(tmp_path, cls):
     for f in dataclasses.fields(cls):
         if f.name != "raw":
             assert getattr(back, f.name) == getattr(rec, f.name), f.name
+    assert line["schema"] == SCHEMA_VERSION
     assert back == rec and back.to_dict() == line
     assert set(line) == {"kind", *(["job"] if cls.JOB else []), *cls.names()}
 
@@ -332,3 +335,23 @@ def test_line_kinds_and_jobs_are_spelled_once(rel):
                 and node.slice.value in KEYS:
             bad.append(f"{rel}:{node.lineno} reads {node.slice.value!r}")
     assert bad == []
+
+
+def test_every_line_carries_the_schema_version_and_a_newer_major_is_refused_in_one_line(
+        tmp_path):
+    out = tmp_path / "r.jsonl"
+    w = results.ResultsWriter(str(out))
+    w.write({"kind": "step", "verified": True})
+    w.close()
+    (line,) = results.read_results(out)
+    assert line["schema"] == SCHEMA_VERSION
+    # an older file (no version) still reads; a newer minor too (it only adds keys)
+    major = int(SCHEMA_VERSION.split(".")[0])
+    out.write_text('{"kind": "step"}\n' + json.dumps({"kind": "step",
+                                                       "schema": f"{major}.99"}) + "\n")
+    assert len(results.read_results(out)) == 2
+    out.write_text(json.dumps({"kind": "step", "schema": f"{major + 1}.0"}) + "\n")
+    with pytest.raises(results.SchemaError) as exc:
+        results.read_results(out)
+    assert "line 1" in str(exc.value) and f"{major + 1}.0" in str(exc.value)
+    assert "\n" not in str(exc.value)

@@ -12,7 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from mpi_coded.results import read_results
+from mpi_coded.results import SCHEMA_VERSION, read_results
 from mpi_coded.results.last_word import watch
 
 CONFIG = {"kind": "config", "job": "cec", "N": 6}
@@ -220,7 +220,7 @@ def test_a_watcher_that_does_not_let_go_is_one_warning(tmp_path, monkeypatch, ca
         os.close(fd)
         os.close(other)
     assert "the watcher of an earlier job still holds" in capsys.readouterr().err
-    assert read_results(p)[-1] == STEP
+    assert read_results(p)[-1] == {**STEP, "schema": SCHEMA_VERSION}
     assert writer.wait_unheld(str(p), 0.0) and writer.wait_unheld(str(tmp_path / "none"))
 
 
@@ -244,7 +244,7 @@ def test_a_file_system_that_cannot_lock_and_a_fifo_stop_no_writer(tmp_path, monk
     w = ResultsWriter(str(p))
     w.write(STEP)
     w.close()
-    assert read_results(p)[-1] == STEP
+    assert read_results(p)[-1] == {**STEP, "schema": SCHEMA_VERSION}
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert writer.wait_unheld(str(fifo), 5.0)

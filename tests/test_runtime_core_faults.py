@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mpi_coded import faults as fault_modes
 from mpi_coded.faults import Fault
 from mpi_coded.runtime.core import faults, wire
 
@@ -27,7 +28,7 @@ class _Comm:
 def stalls(monkeypatch):
     monkeypatch.setattr(faults, "_FIRED", set())
     got: list[float] = []
-    monkeypatch.setattr(faults.time, "sleep", got.append)
+    monkeypatch.setattr(fault_modes.time, "sleep", got.append)
     return got
 
 

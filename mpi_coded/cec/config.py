@@ -40,7 +40,7 @@ from mpi_coded.cec.config_types import (
     read_trace,
 )
 from mpi_coded.cec.plan import POLICIES
-from mpi_coded.cec.workloads import validate_workload
+from mpi_coded.cec.workloads import WORKLOADS, validate_workload
 from mpi_coded.config_keys import (
     STR,
     Sets,
@@ -90,17 +90,20 @@ class CECConfig:
     rows: int = key(1260, doc="rows of `X` (padded with zeros to a multiple of `L`; the "
                                "padding never reaches the result), `>= L`")
     cols: int = key(200, doc="columns of `X`, `>= 1`")
-    field: str = key("float64", doc="or `gf2^8` (at most 256 machines), `gf2^16` (exact)")
-    policy: str = key("heterogeneous", doc="`heterogeneous` (optimal load, filling "
+    field: str = key("float64", flag=True, doc="`float64`, `gf2^8` (at most 256 machines) "
+                     "or `gf2^16` (exact)")
+    policy: str = key("heterogeneous", flag=True, rule=one_of(lambda: tuple(POLICIES)),
+                      doc="`heterogeneous` (optimal load, filling "
                        "algorithm), `heterogeneous-tw` (same loads, row sets chosen to cut "
                        "transition waste), `cyclic` (homogeneous baseline), `uncoded` (the "
                        "uncoded elastic baseline: data re-split and moved)")
-    t_row: float = key(0.001, doc="seconds one row takes at speed 1, `>= 0`")
-    seed: int = key(0, doc="data, vectors and random availability, `>= 0`")
+    t_row: float = key(0.001, flag=True, doc="seconds one row takes at speed 1, `>= 0`")
+    seed: int = key(0, flag=True, doc="data, vectors and random availability, `>= 0`")
     data: str = key("", doc="an `.npy` file holding `X` (`rows`, `cols` default to its "
                              "shape; an integer matrix over GF)")
-    timeout_s: float = key(120.0, doc="the deadline of every other wait, seconds, `> 0`")
-    wait: str = key("auto", doc="`polite` (backoff sleeps), `busy` (spin; one rank per "
+    timeout_s: float = key(120.0, flag="--timeout",
+                           doc="the deadline of every other wait, seconds, `> 0`")
+    wait: str = key("auto", flag=True, doc="`polite` (backoff sleeps), `busy` (spin; one rank per "
                                  "core), `auto` (busy when the ranks on a node fit its cores)")
     deadline_factor: float = key(2.0, doc="a step's deadline is `factor * predicted + "
                                   "slack`; machines that miss it are re-planned away; `>= 1`")
@@ -120,16 +123,19 @@ class CECConfig:
                            "available machines (seeded draw) run slower; `0..N`")
     straggler_factor: float = key(5.0, omit_default=True, doc="how much slower a random "
                                    "straggler runs, `>= 1`")
-    workload: str = key("independent", omit_default=True, doc="`power` (power iteration "
+    workload: str = key("independent", omit_default=True, flag=True,
+                        rule=one_of(lambda: tuple(WORKLOADS)),
+                        doc="`power` (power iteration "
                          "`w_{t+1} = y_t / norm(y_t)`, square `X`) or `linreg` (gradient "
                          "descent; coded blocks of `X` and `X^T`); float64 only; checked "
                          "against numpy at the end")
-    fault_tolerance: str = key("none", omit_default=True, rule=one_of(FT_MODES),
+    fault_tolerance: str = key("none", omit_default=True, rule=one_of(FT_MODES), flag=True,
                                doc="`ulfm`: a machine that dies is lost and the job goes on "
                                    "without it (Open MPI 5 launched with `mpiexec --with-ft "
                                    "ulfm`; docs/elastic.md, \"Machines that die and join\"); "
                                    "`none`: a dead machine ends the job")
     replace_lost: str = key("none", omit_default=True, rule=one_of(("none", "spawn")),
+                            flag=True,
                             doc="`spawn`: a new process replaces each lost machine before "
                                 "the next step (`MPI_Comm_spawn`; it gets the lost "
                                 "machine's coded block over the network); needs "
@@ -142,7 +148,7 @@ class CECConfig:
                       doc="`[[step, machine], ...]`: a new process replaces the lost "
                           "machine before that step (as `replace_lost = \"spawn\"` does "
                           "at once); needs `fault_tolerance = \"ulfm\"`; TOML only")
-    store: str = key("", omit_default=True,
+    store: str = key("", omit_default=True, flag=True,
                      doc="a coded store written by `mpi-coded store write` (a directory; "
                          "`{host}` in it is each rank's host name): each machine memory-maps "
                          "its block from its host's directory, the master loads no `X` and "
@@ -150,6 +156,7 @@ class CECConfig:
                          "without a rank are lost) and a rank whose host holds no block "
                          "repairs one from `L` peers (docs/storage.md); coded policies only")
     verify: str = key("auto", omit_default=True, rule=one_of(("auto", "exact", "sketch")),
+                      flag=True,
                       doc="with `store`: `exact` checks each product against `X` streamed "
                           "from `data`; `sketch` with Freivalds' check against the store's "
                           "sketch (no `X`); `auto`: `exact` when `data` is set")

@@ -19,6 +19,7 @@ from fractions import Fraction
 from mpi_coded.cec import policies as _builtin  # noqa: F401  (registers the package's own)
 from mpi_coded.cec.policy import POLICIES, check_plan
 from mpi_coded.cec.step_plan import StepPlan
+from mpi_coded.errors import ConfigError, PluginError
 
 __all__ = ["POLICIES", "StepPlan", "make_plan"]
 
@@ -40,7 +41,14 @@ def make_plan(
     plugin's plan is checked against the rule of every plan
     (:func:`~mpi_coded.cec.policy.check_plan`).
     """
-    plan = POLICIES.lookup(policy).plan(speeds, L, available, rows=rows, S=S, prev=prev)
-    if POLICIES.origin(policy) != "mpi_coded":  # a plugin's plans are held to the rule
-        check_plan(plan)
-    return plan
+    chosen = POLICIES.lookup(policy)
+    origin = POLICIES.origin(policy)
+    if origin == "mpi_coded":
+        return chosen.plan(speeds, L, available, rows=rows, S=S, prev=prev)
+    try:  # a plugin's plans are held to the rule; its failure names the plugin
+        return check_plan(chosen.plan(speeds, L, available, rows=rows, S=S, prev=prev))
+    except ConfigError as exc:
+        why = exc.rule if exc.field == "policy" else str(exc)
+        raise PluginError(origin, "policy", policy, why.removeprefix(f"{policy}: ")) from None
+    except Exception as exc:  # its own failure, whatever it is
+        raise PluginError(origin, "policy", policy, f"{type(exc).__name__}: {exc}") from exc

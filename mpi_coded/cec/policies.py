@@ -27,6 +27,7 @@ from mpi_coded.cec.policy import POLICIES, UNCODED_STEPS, Assignment, ElasticPol
 from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.cec.tw_policy import tw_sets
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.registry import HookRegistrar
 
 if TYPE_CHECKING:
     from mpi_coded.cec.config import CECConfig
@@ -101,11 +102,18 @@ class Uncoded(ElasticPolicy):
                 cfg.fault_tolerance)
 
 
-HETEROGENEOUS = POLICIES.register(Heterogeneous(
-    "heterogeneous", "optimal load, filling algorithm"))
-CYCLIC = POLICIES.register(Cyclic("cyclic", "homogeneous baseline"))
-TRANSITION_AWARE = POLICIES.register(TransitionAware(
-    "heterogeneous-tw", "same loads, row sets chosen to cut transition waste"))
-UNCODED = POLICIES.register(Uncoded(
-    "uncoded", "the uncoded elastic baseline: data re-split and moved",
-    steps=UNCODED_STEPS, plans_row_sets=False))
+HETEROGENEOUS = Heterogeneous("heterogeneous", "optimal load, filling algorithm")
+CYCLIC = Cyclic("cyclic", "homogeneous baseline")
+TRANSITION_AWARE = TransitionAware(
+    "heterogeneous-tw", "same loads, row sets chosen to cut transition waste")
+UNCODED = Uncoded("uncoded", "the uncoded elastic baseline: data re-split and moved",
+                  steps=UNCODED_STEPS, plans_row_sets=False)
+
+
+def mpi_coded_register(registry: HookRegistrar) -> None:
+    """The package's own policies, through the hook a plugin uses."""
+    for policy in (HETEROGENEOUS, CYCLIC, TRANSITION_AWARE, UNCODED):
+        registry.policy(policy)
+
+
+mpi_coded_register(HookRegistrar("mpi_coded", {"policy": POLICIES}))

@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpi_coded.errors import require
-from mpi_coded.registry import Registry
+from mpi_coded.registry import HookRegistrar, Registry
 from mpi_coded.store import checkpoint
 
 REFERENCE_RTOL = 1e-6
@@ -287,9 +287,16 @@ class LinReg(FloatIterative):
 
 WORKLOADS: Registry[Workload] = Registry("workload")
 """The workloads known by name (the package's three, and plugins')."""
-WORKLOADS.register(Workload("independent", "a fresh w_t every step"))
-WORKLOADS.register(Power("power", "power iteration w_{t+1} = y_t / norm(y_t), square X"))
-WORKLOADS.register(LinReg("linreg", "gradient descent on norm(X w - b)^2 / 2"))
+
+
+def mpi_coded_register(registry: HookRegistrar) -> None:
+    """The package's own workloads, through the hook a plugin uses."""
+    registry.workload(Workload("independent", "a fresh w_t every step"))
+    registry.workload(Power("power", "power iteration w_{t+1} = y_t / norm(y_t), square X"))
+    registry.workload(LinReg("linreg", "gradient descent on norm(X w - b)^2 / 2"))
+
+
+mpi_coded_register(HookRegistrar("mpi_coded", {"workload": WORKLOADS}))
 
 
 def validate_workload(workload: object, field: str, rows: int, cols: int,

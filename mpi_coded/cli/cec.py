@@ -9,7 +9,6 @@ from typing import Any
 
 from mpi_coded.cec.plan import POLICIES, make_plan
 from mpi_coded.errors import ConfigError, require
-from mpi_coded.fault_tolerance import launcher_command
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -127,13 +126,12 @@ def register_plan(sub: Any) -> None:
 
 
 def cmd_run_cec(args: argparse.Namespace) -> int:
-    from mpi_coded.cec.config import load_config
+    from mpi_coded.cec.config import CECConfig, load_config
+    from mpi_coded.config_keys import flag_keys
     from mpi_coded.faults import parse_faults
 
     cfg = load_config(args.config).with_overrides(
-        field=args.field, policy=args.policy, t_row=args.t_row, seed=args.seed,
-        timeout_s=args.timeout, wait=args.wait, fault_tolerance=args.fault_tolerance,
-        replace_lost=args.replace_lost, store=args.store, verify=args.verify)
+        **{k: getattr(args, k) for k in flag_keys(CECConfig)})
     faults = parse_faults(args.fault, "cec", cfg.world_size)
     first = 1
     if args.resume:
@@ -145,37 +143,27 @@ def cmd_run_cec(args: argparse.Namespace) -> int:
     return cec_job.run(cfg, args.out, faults, first)
 
 
+def fault_help(job: str) -> str:
+    """``--fault``'s help: the usage of every fault mode of ``job`` registered now."""
+    from mpi_coded.faults import FAULTS
+
+    return ("inject a fault (repeatable): " + ", ".join(
+        m.usage for m in FAULTS.values() if job in m.jobs)).replace("%", "%%")
+
+
 def register_run(sub: Any) -> None:
+    """``run cec``: one override flag per declared key with a flag, its help the key's
+    docs text and rule, as registered now (plugins' policies and workloads included)."""
+    from mpi_coded.cec.config import CECConfig
+    from mpi_coded.config_keys import add_flags
+
     p = sub.add_parser("cec", help="heterogeneous coded elastic computing (mpiexec -n N+1)")
     p.add_argument("--config", default=None, help="TOML config (default: the seed's example)")
     p.add_argument("--out", default="results/cec.jsonl", help="JSON-lines results file (appended)")
-    p.add_argument("--field", default=None, help="override: float64, gf2^8 or gf2^16")
-    p.add_argument("--policy", default=None, help="override: heterogeneous or cyclic")
-    p.add_argument("--t-row", dest="t_row", type=float, default=None,
-                   help="override: seconds per row at speed 1")
-    p.add_argument("--seed", type=int, default=None, help="override: random seed")
-    p.add_argument("--timeout", type=float, default=None, help="override: deadline of every wait")
-    p.add_argument("--wait", default=None,
-                   help="override: polite (backoff sleeps), busy (spin) or auto (busy when the "
-                        "ranks on a node fit its cores)")
-    p.add_argument("--fault-tolerance", dest="fault_tolerance", default=None,
-                   metavar="{none,ulfm}",
-                   help="override: ulfm (a machine that dies is lost and the job goes on; "
-                        "Open MPI 5 launched with `" + launcher_command() + "`) or none")
-    p.add_argument("--replace-lost", dest="replace_lost", default=None,
-                   metavar="{none,spawn}",
-                   help="override: spawn (a new process replaces each lost machine before the "
-                        "next step; needs --fault-tolerance ulfm) or none")
+    add_flags(p, CECConfig)  # one override per declared key with a flag (docs/elastic.md)
     p.add_argument("--resume", action="store_true",
                    help="continue the job recorded in --out after its last completed step "
                         "(power and linreg: from the state saved with it, OUT.state.npz)")
-    p.add_argument("--store", default=None, metavar="DIR",
-                   help="override: start from the coded store written by `mpi-coded store "
-                        "write` ({host} in DIR: each rank's host name); docs/storage.md")
-    p.add_argument("--verify", default=None, metavar="{auto,exact,sketch}",
-                   help="override (with a store): check each product against X streamed "
-                        "from data (exact) or the store's sketch (sketch)")
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",
-                   help="inject a fault: kill:RANK:PHASE[@STEP], stall:RANK:PHASE[@STEP]:SECONDS, "
-                        "slow:RANK:FACTOR, garble:RANK:PHASE[@STEP] (repeatable)")
+                   help=fault_help("cec"))
     p.set_defaults(func=cmd_run_cec)

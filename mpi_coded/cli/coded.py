@@ -103,8 +103,9 @@ def register_run(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--config", default=None, help="TOML file with the same keys as the flags")
     add_flags(p, *KEY_CLASSES)
     p.add_argument("--out", default="results/coded.jsonl", help="JSON-lines results (appended)")
+    from mpi_coded.cli.cec import fault_help
+
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",
-                   help="inject a fault: kill:RANK:PHASE[@REP], stall:RANK:PHASE[@REP]:SECONDS, "
-                        "slow:RANK:FACTOR, garble:RANK:PHASE[@REP] (repeatable)")
+                   help=fault_help("coded") + " (@STEP: the repetition)")
     p.set_defaults(func=_run_coded)
     return p

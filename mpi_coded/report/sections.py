@@ -168,7 +168,8 @@ def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) 
     anchor = f"{_slug(src)}-coded-{i}"
     title = (f"{src.name}: coded job {i + 1}: {c.scheme}, K={c.K} q={c.q} mu={c.mu} m={c.m} "
              f"n={c.n} N={c.N} T={c.T}, {c.field}")
-    problems = [f"{title}: repetition {r.rep} did not verify" for r in job.runs
+    problems = [f"{title}: repetition {r.rep} did not verify"
+                + (f" ({r.load_check})" if r.load_check else "") for r in job.runs
                 if not r.verified]
     if job.summary is None:
         problems.append(f"{title}: no summary line (the job did not finish)")

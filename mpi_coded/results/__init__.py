@@ -115,6 +115,8 @@ from mpi_coded.results.names import (
     KIND_KEY,
     RUN,
     RUN_FAILED,
+    SCHEMA_KEY,
+    SCHEMA_VERSION,
     SETUP,
     STEP,
     SUMMARY,
@@ -122,6 +124,8 @@ from mpi_coded.results.names import (
     VERIFIED,
     VERSION_KEYS,
     SchemaError,
+    check_schema,
+    schema_major,
 )
 from mpi_coded.results.reading import (
     Line,
@@ -140,7 +144,8 @@ from mpi_coded.results.writer import WATCHER_WAIT_S, ResultsWriter, jsonable, tr
 __all__ = [
     # names
     "ABANDONED", "ALL_VERIFIED", "CEC", "CODED", "CONFIG", "DEFAULT_JOB", "JOB_KEY", "KIND_KEY",
-    "RUN", "RUN_FAILED", "SETUP", "STEP", "SUMMARY", "SWEEP_KEYS", "VERIFIED", "VERSION_KEYS",
+    "RUN", "RUN_FAILED", "SCHEMA_KEY", "SCHEMA_VERSION", "SETUP", "STEP", "SUMMARY",
+    "SWEEP_KEYS", "VERIFIED", "VERSION_KEYS", "check_schema", "schema_major",
     "SchemaError",
     # reading
     "Line", "job_of", "kind_of", "parse_results", "read_results", "records", "scan_results",

@@ -129,6 +129,7 @@ class CodedRun(WithLinks, CodedRecord):
     """Values sent over ``m N``, a multicast counted once."""
     load_measured_exact: str = ""
     load_analytic: float = 0.0
+    """The scheme's own declared load (:meth:`Scheme.declared_load`)."""
     load_analytic_exact: str = ""
     load_plan_exact: str = ""
     padding_values: str = "0"
@@ -137,7 +138,11 @@ class CodedRun(WithLinks, CodedRecord):
     bytes_on_wire: int = 0
     """Bytes of the shuffle, a multicast counted once per receiver."""
     verified: bool
+    """The decoded outputs matched ``A x_i`` and the load the run moved is the scheme's
+    declared one (else :attr:`load_check` says why)."""
     max_error: float = 0.0
+    load_check: str | None = optional()
+    """Why the run's load contradicts the scheme's declared load (absent when it agrees)."""
     verify: str = ""
     """``exact`` or ``freivalds(k)``."""
     encoder: str = ""

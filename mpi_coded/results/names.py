@@ -8,6 +8,14 @@ KIND_KEY = "kind"
 JOB_KEY = "job"
 """Key of a line: the job that wrote it (:data:`CEC`, :data:`CODED`)."""
 
+SCHEMA_KEY = "schema"
+"""Key of every line written since schema versions exist: the :data:`SCHEMA_VERSION` it
+follows.  A line without it is from an older runtime and reads as version ``1.0``."""
+SCHEMA_VERSION = "1.1"
+"""``MAJOR.MINOR`` of the lines this package writes.  A new MINOR only adds keys (older
+readers ignore them); a new MAJOR renames or removes keys or changes their meaning, and a
+reader of an older major refuses the line in one message (:func:`check_schema`)."""
+
 CEC = "cec"
 """``job`` of the elastic job's lines."""
 CODED = "coded"
@@ -36,3 +44,22 @@ SWEEP_KEYS = ("sweep_id", "run", "rep", "params", "host", "versions", "via")
 
 class SchemaError(ValueError):
     """A results file or line that does not follow the schema."""
+
+
+def schema_major(rec: dict[str, object]) -> int:
+    """The major version of the schema a line follows (1 for a line without one)."""
+    v = rec.get(SCHEMA_KEY, "1.0")
+    try:
+        return int(str(v).split(".", 1)[0])
+    except ValueError:
+        raise SchemaError(f"{SCHEMA_KEY} must look like MAJOR.MINOR, not {v!r}") from None
+
+
+def check_schema(rec: dict[str, object], source: str = "results") -> None:
+    """SchemaError, in one line, when ``rec`` was written by a newer major version."""
+    major = schema_major(rec)
+    ours = int(SCHEMA_VERSION.split(".", 1)[0])
+    if major > ours:
+        raise SchemaError(
+            f"{source}: written with results schema {rec.get(SCHEMA_KEY)}, newer than this "
+            f"mpi_coded reads ({SCHEMA_VERSION}): upgrade mpi_coded to read it")

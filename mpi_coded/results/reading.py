@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from mpi_coded.results.names import DEFAULT_JOB, JOB_KEY, KIND_KEY, SchemaError
+from mpi_coded.results.names import DEFAULT_JOB, JOB_KEY, KIND_KEY, SchemaError, check_schema
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +53,9 @@ def scan_results(path: str | os.PathLike[str]) -> list[Line]:
 def parse_results(text: str, source: str = "results") -> list[dict[str, Any]]:
     """The JSON objects of ``text``, one per non-blank line; a torn last line is skipped.
 
-    Any other line that is not a JSON object raises :class:`SchemaError` naming
-    ``source`` and the line number.
+    Any other line that is not a JSON object, or one written with a newer major schema
+    version (:func:`~mpi_coded.results.names.check_schema`), raises :class:`SchemaError`
+    naming ``source`` and the line number.
     """
     out: list[dict[str, Any]] = []
     for line in scan_text(text):
@@ -64,6 +65,7 @@ def parse_results(text: str, source: str = "results") -> list[dict[str, Any]]:
             raise SchemaError(f"{source}: line {line.number}: not JSON ({line.error})")
         if not isinstance(line.record, dict):
             raise SchemaError(f"{source}: line {line.number}: not a JSON object")
+        check_schema(line.record, f"{source}: line {line.number}")
         out.append(line.record)
     return out
 

@@ -8,7 +8,7 @@ import dataclasses
 import json
 from typing import Any, ClassVar, TypeVar
 
-from mpi_coded.results.names import JOB_KEY, KIND_KEY, SchemaError
+from mpi_coded.results.names import JOB_KEY, KIND_KEY, SCHEMA_VERSION, SchemaError
 from mpi_coded.results.reading import job_of, kind_of
 
 R = TypeVar("R", bound="Record")
@@ -137,6 +137,9 @@ class Record(_Fields):
 
     raw: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
     """The whole line as read, extra fields included (empty for a record the runtime built)."""
+    schema: str = SCHEMA_VERSION
+    """The results schema the line follows (:data:`~mpi_coded.results.names.SCHEMA_VERSION`;
+    a line of an older runtime, which has none, reads as this version)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The line: ``kind``, ``job`` (if the kind has one), then the declared fields."""

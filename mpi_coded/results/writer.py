@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mpi_coded.results.names import SCHEMA_KEY, SCHEMA_VERSION
 from mpi_coded.results.record import Record
 
 WATCHER_WAIT_S = 10.0
@@ -104,6 +105,8 @@ class ResultsWriter:
         """Append one line (a :class:`Record`'s :meth:`~Record.to_dict`, or a dict) in one
         ``write`` call, fsync'ed before returning."""
         rec = jsonable(record.to_dict() if isinstance(record, Record) else record)
+        if SCHEMA_KEY not in rec:
+            rec = {**rec, SCHEMA_KEY: SCHEMA_VERSION}
         self.lines.append(rec)
         if self._fd is not None:
             data = (json.dumps(rec, sort_keys=False) + "\n").encode("utf-8")

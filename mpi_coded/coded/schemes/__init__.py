@@ -19,8 +19,8 @@ name        object                its parts (layout, code, loads, delay)
 Every scheme is a :class:`~mpi_coded.coded.schemes.base.Scheme` composed of a layout
 (:mod:`.layout`), a code rule (:mod:`.code_rules`), a load rule (:mod:`.load_rules`)
 and delay terms (:mod:`.delay_terms`); the rest of the package asks it, never its
-name.  To add one: a module here building its ``Scheme``, and a line below
-registering it in :data:`REGISTRY` (:mod:`.registry`).
+name.  To add one: a module here building its ``Scheme``, and its name in
+:func:`mpi_coded_register` below, the same hook a plugin defines.
 """
 
 from __future__ import annotations
@@ -36,9 +36,16 @@ from mpi_coded.coded.schemes.registry import REGISTRY, Registry
 from mpi_coded.coded.schemes.sc import SC
 from mpi_coded.coded.schemes.uc import UC
 from mpi_coded.coded.schemes.unified import UNIFIED
+from mpi_coded.registry import HookRegistrar
 
-for _scheme in (UC, CMR, SC, UNIFIED, BDC, LT_SCHEME):
-    REGISTRY.register(_scheme)
+
+def mpi_coded_register(registry: HookRegistrar) -> None:
+    """The package's own schemes, through the hook a plugin uses."""
+    for scheme in (UC, CMR, SC, UNIFIED, BDC, LT_SCHEME):
+        registry.scheme(scheme)
+
+
+mpi_coded_register(HookRegistrar("mpi_coded", {"scheme": REGISTRY}))
 
 SCHEMES: tuple[str, ...] = tuple(REGISTRY)
 """The built-in schemes' names, as on the command line."""

@@ -238,6 +238,24 @@ class Scheme:
         :meth:`reference_load` of ``p``'s reference parameters (bdc, lt: the unified one)."""
         return self.reference_load(p.K, p.q, p.mu).load
 
+    def declared_load(self, p: CodedParams) -> Fraction:
+        """The load every run of ``p`` is compared with: the scheme's own :meth:`load` when
+        it has a closed form, else :meth:`paper_load` (bdc, lt)."""
+        if self.closed_form_load:
+            return self.load(p.K, p.q, p.mu).load
+        return self.paper_load(p)
+
+    def load_mismatch(self, p: CodedParams, moved: Fraction) -> str | None:
+        """Why a run that moved ``moved`` (values before padding over ``m N``) contradicts
+        the scheme's declared load (None when it agrees, or there is no closed form)."""
+        if not self.closed_form_load:
+            return None
+        declared = self.declared_load(p)
+        if moved == declared:
+            return None
+        return (f"scheme {self.name!r} declares load {declared}, the run moved {moved} "
+                "(values before padding over m N)")
+
     def load(self, K: int, q: int, mu: Any) -> UnifiedLoad:
         """The closed-form load (docs/theory.md (B.3)); ``K, q, mu`` are the reference
         parameters (bdc: none, ConfigError)."""

@@ -36,6 +36,7 @@ from mpi4py import MPI
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.data import make_data, step_vector
 from mpi_coded.cec.workloads import Iterate
+from mpi_coded.errors import PluginError
 from mpi_coded.faults import Fault
 from mpi_coded.fields import Field
 from mpi_coded.results import (
@@ -145,12 +146,15 @@ class Master:
                 self.done.append(rec)
                 self.waste += Fraction(rec.transition_waste)
                 provisional()
-        except CannotGoOn as exc:  # too few machines left, or the launcher ended the job:
-            why = self.cl.ended(exc)  # the summary says why, unverified
+        except (CannotGoOn, PluginError) as exc:  # too few machines left, the launcher
+            # ended the job, or a plugin failed: the summary says why, unverified
+            why = str(exc) if isinstance(exc, PluginError) else self.cl.ended(exc)
             writer.write(self.summary(steps, setup, first, None, {}, {}, ended=why))
             writer.close()
             if last is not None:
                 last.done()
+            if isinstance(exc, PluginError):
+                raise
             raise CannotGoOn(why) from None
         check = self.work.check(x, len(self.schedule)) if getattr(x, "exact", True) else None
         phase.set("stop")

@@ -129,7 +129,8 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
     mc_values = int(sum(v["multicast_values"] for v in sent.values()))
     uc_values = int(sum(v["unicast_values"] for v in sent.values()))
     measured = Fraction(mc_values + uc_values, p.m * p.N)
-    analytic = p.spec.paper_load(p)
+    analytic = p.spec.declared_load(p)
+    mismatch = p.spec.load_mismatch(p, plan.load - plan.padding / (p.m * p.N))
     rss = peak_rss(r.encode, r.map, shs, r.reduce)
     return CodedRun(
         scheme=p.scheme, K=p.K, q=p.q, mu=str(p.mu), rows_per_batch=p.rows_per_batch,
@@ -143,7 +144,8 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         load_plan_exact=str(plan.load), padding_values=str(plan.padding),
         strategy=plan.strategy, s_q=plan.s_q,
         bytes_on_wire=int(sum(v["bytes_sent"] for v in sent.values())),
-        verified=bool(ok), max_error=float(err), verify=verify,
+        verified=bool(ok) and mismatch is None, max_error=float(err), verify=verify,
+        load_check=mismatch,
         encoder=algorithms(r.encode, "encoder"), decoder=algorithms(r.reduce, "decoder"),
         server_encoder=by_server(r.encode, "encoder", _names),
         server_decoder=by_server(r.reduce, "decoder", _names),

@@ -345,9 +345,13 @@ class CodedMaster:
             return
         plan = shuffle_plan(self.setup.placement, r.end)
         ok, err = self.verify(r)
-        self.all_ok = self.all_ok and ok
         line = lines.repetition_line(self.job, self.setup.field.name, r, plan,
                                      self.verifier.method, ok, err, hosts)
+        if line.load_check is not None:
+            print(f"mpi-coded: error: rep {r.rep}: {line.load_check}: NOT VERIFIED",
+                  file=sys.stderr, flush=True)
+        ok = line.verified
+        self.all_ok = self.all_ok and ok
         self.writer.write(line)
         self.totals.append(line.total_s)
         self.provisional(f"after repetition {r.rep}")
@@ -376,7 +380,8 @@ class CodedMaster:
             raise DeadlineExceeded(f"{self.peers.name(missing)} did not stop within "
                                    f"{job.timeout_s} s (results are complete)")
         if not self.all_ok:
-            print("mpi-coded: error: decoded outputs did not match A x_i", file=sys.stderr)
+            print("mpi-coded: error: not every repetition verified (decoded outputs against "
+                  "A x_i, and the load against the scheme's own)", file=sys.stderr)
             return 1
         if not ended:
             print(f"mpi-coded: error: every one of the {job.reps} repetitions was abandoned "

@@ -4,6 +4,10 @@ Without this an exception on one rank leaves the others blocked forever.  The
 guard prints ``mpi-coded: rank R (host) failed in phase P: Type: message`` on
 stderr and calls ``MPI.COMM_WORLD.Abort(1)``, which ends every rank.
 
+A plugin's failure (:class:`~mpi_coded.errors.PluginError`) and a job that cannot go on
+(:class:`CannotGoOn`) are one line, no traceback (a plugin's with
+``MPI_CODED_TRACEBACK=1``).
+
 Under ``fault_tolerance = "ulfm"`` the guard revokes the communicator first
 (:func:`mpi_coded.runtime.core.ulfm.revoke`: with ranks dead, ``MPI_Abort`` alone left the
 others running), and a rank whose operation fails as revoked ends quietly (the rank that
@@ -28,8 +32,11 @@ from typing import Any
 
 from mpi4py import MPI
 
+from mpi_coded.errors import PluginError
 from mpi_coded.runtime.core import ulfm
 
+TRACEBACK_ENV = "MPI_CODED_TRACEBACK"
+"""``MPI_CODED_TRACEBACK=1``: a plugin's failure in a job prints its traceback too."""
 ABORT_GRACE_S = 0.3
 ABORT_BOUND_S = 10.0
 """Seconds an ``Abort`` may take before this process ends itself."""
@@ -98,9 +105,11 @@ def guarded(fn: Callable[[Phase], Any], comm: MPI.Comm | None = None) -> Any:
         if ulfm.is_revoked(exc):  # another rank ends the job and said why: end quietly
             _flush()
             os._exit(1)
-        if isinstance(exc, CannotGoOn):
+        if isinstance(exc, (CannotGoOn, PluginError)):
             sys.stderr.write(f"mpi-coded: error: rank {rank} ({socket.gethostname()}) in "
                              f"phase {phase}: {exc}\n")
+            if isinstance(exc, PluginError) and os.environ.get(TRACEBACK_ENV) == "1":
+                sys.stderr.write(traceback.format_exc())
         else:
             sys.stderr.write(
                 f"mpi-coded: rank {rank} ({socket.gethostname()}) failed in phase {phase}: "
