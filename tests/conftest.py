@@ -153,3 +153,23 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     gf_kernels.warm_up(8)
     gf_kernels.warm_up(16)
+
+
+CLUSTER_FILES = {"test_multihost.py", "test_multihost_link_bytes.py", "test_multihost_store.py",
+                 "test_bench_network.py", "test_slurm.py", "test_cluster_tools.py",
+                 "test_sweep.py"}
+"""Files that make network namespaces, links or SLURM daemons (fixed names, ports and
+addresses): under pytest-xdist they run one after another on one worker."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-xdist (``-n 2 --dist loadgroup`` in pyproject.toml): the tests of one file
+    stay on one worker, in order (its module fixtures run once), and the emulated
+    cluster's files share one group (:data:`CLUSTER_FILES`); the emulated cluster's jobs
+    (``multihost``, ``slurm``) are ``slow``: ``python -m pytest -m slow``."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("cluster" if name in CLUSTER_FILES else name))
+        if item.get_closest_marker("multihost") or item.get_closest_marker("slurm"):
+            item.add_marker(pytest.mark.slow)  # the emulated cluster: CI's slow stage

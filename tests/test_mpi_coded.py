@@ -54,6 +54,7 @@ def test_measured_load_equals_analytic_K6_q4(tmp_path, scheme):
     assert len(orders) >= 2  # several finishing orders were tried
 
 
+@pytest.mark.slow  # K = 9, every scheme: the paper's shape
 def test_paper_shape_K9_q6_all_schemes_gf8(tmp_path):
     for scheme in ("unified", "sc", "cmr", "uc"):
         recs = launch(tmp_path / scheme, 9, [

@@ -72,6 +72,7 @@ def plan_values(args: list[str], K: int, rec: dict[str, Any]) -> tuple[int, int,
 
 
 @pytest.mark.mpi
+@pytest.mark.slow  # 19 ranks, 3060 batches: paper-size
 def test_k18_q12_job_verifies_with_the_analytic_load(tmp_path: Path) -> None:
     config, recs = launch(tmp_path, "k18", 18, [*K18, "--reps", "1"])
     assert config["batches"] == 3060 and config["m"] == 2040 and config["multicast"] == "p2p"
@@ -80,6 +81,7 @@ def test_k18_q12_job_verifies_with_the_analytic_load(tmp_path: Path) -> None:
 
 
 @pytest.mark.mpi
+@pytest.mark.slow  # 25 ranks: paper-size
 @pytest.mark.parametrize("mode", ["p2p", "bcast"])
 def test_k24_job_verifies_with_the_analytic_load(tmp_path: Path, mode: str) -> None:
     config, recs = launch(tmp_path, mode, 24, [*K24, "--reps", "2", "--multicast", mode])
