@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -156,20 +157,30 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 CLUSTER_FILES = {"test_multihost.py", "test_multihost_link_bytes.py", "test_multihost_store.py",
-                 "test_bench_network.py", "test_slurm.py", "test_cluster_tools.py",
-                 "test_sweep.py"}
+                 "test_bench_network.py", "test_slurm.py", "test_cluster_tools.py"}
 """Files that make network namespaces, links or SLURM daemons (fixed names, ports and
 addresses): under pytest-xdist they run one after another on one worker."""
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """pytest-xdist (``-n 2 --dist loadgroup`` in pyproject.toml): the tests of one file
-    stay on one worker, in order (its module fixtures run once), and the emulated
-    cluster's files share one group (:data:`CLUSTER_FILES`); the emulated cluster's jobs
-    (``multihost``, ``slurm``) are ``slow``: ``python -m pytest -m slow``."""
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group("cluster" if name in CLUSTER_FILES else name))
-        if item.get_closest_marker("multihost") or item.get_closest_marker("slurm"):
-            item.add_marker(pytest.mark.slow)  # the emulated cluster: CI's slow stage
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The emulated cluster's jobs (``multihost``, ``slurm``) are ``slow``: left out of the
+    default run (``-m 'not slow'`` in pyproject.toml), ``python -m pytest -m slow``.
+    Marked as each test is collected, before pytest's ``-m`` reads the marks."""
+    if item.get_closest_marker("multihost") or item.get_closest_marker("slurm"):
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist (``-n 2`` in pyproject.toml) sends whole files to a worker, in order
+    (a module fixture runs once), and every file of :data:`CLUSTER_FILES` to the same
+    one, one after another.  (A scheduler, not ``xdist_group`` marks: pytest 9.2 names
+    its tests in a way xdist 3.8's ``loadgroup`` no longer changes.)"""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFile(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "cluster" if Path(path).name in CLUSTER_FILES else path
+
+    return ByFile(config, log)

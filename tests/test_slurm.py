@@ -140,6 +140,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+@pytest.mark.slurm  # starts slurmctld and slurmd
 def test_harness_passes_and_stops_its_daemons(harness):
     assert harness.returncode == 0, harness.output[-6000:]
     assert "HARNESS DONE failures=0" in harness.output
@@ -147,6 +148,7 @@ def test_harness_passes_and_stops_its_daemons(harness):
     assert processes_matching(str(harness.state)) == []
 
 
+@pytest.mark.slurm  # starts slurmctld and slurmd
 @pytest.mark.parametrize("launcher", ["srun", "mpiexec"])
 def test_cec_batch_script_completes_verified(harness, launcher):
     name = f"cec-{launcher}"
@@ -162,6 +164,7 @@ def test_cec_batch_script_completes_verified(harness, launcher):
     assert started in log and "all verified: True" in log
 
 
+@pytest.mark.slurm  # starts slurmctld and slurmd
 def test_coded_batch_script_completes_verified(harness):
     r = run_cmd([sys.executable, "-m", "mpi_coded", "run", "coded", "--help"], timeout=60)
     if r.returncode != 0:
@@ -172,6 +175,7 @@ def test_coded_batch_script_completes_verified(harness):
     assert (res["state"], res["exit"], res["verified"]) == ("COMPLETED", "0:0", "yes"), res
 
 
+@pytest.mark.slurm  # starts slurmctld and slurmd
 def test_sweep_through_slurm_3x2(harness):
     assert "HARNESS COMMAND rc=0" in harness.output, harness.output[-6000:]
     check_sweep_file(harness.sweep_out, "slurm", POINTS)
@@ -179,6 +183,7 @@ def test_sweep_through_slurm_3x2(harness):
     assert len(jobs) == 1 and jobs != {""}  # one array job ran all six points
 
 
+@pytest.mark.slurm  # starts slurmctld and slurmd
 def test_plot_of_the_slurm_sweep(harness):
     needs_matplotlib()
     assert harness.sweep_out.is_file(), harness.output[-6000:]
