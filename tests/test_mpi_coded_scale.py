@@ -116,9 +116,9 @@ def test_bcast_sends_what_p2p_sends(tmp_path: Path, scheme: str) -> None:
     cfg.write_text("speeds = [4.0, 2.9, 2.1, 1.5, 1.1, 0.8]\nt_row = 0.01\n")
     got = {}
     for mode in ("p2p", "bcast"):
-        config, recs = launch(tmp_path, mode, 6, [*SMALL[scheme], "--reps", "3",
+        config, recs = launch(tmp_path, mode, 6, [*SMALL[scheme], "--reps", "2",
                                                   "--config", str(cfg), "--multicast", mode])
-        assert config["multicast"] == mode and len(recs) == 3
+        assert config["multicast"] == mode and len(recs) == 2
         for r in recs:
             assert r["verified"] is True
             assert Fraction(r["load_measured_exact"]) == Fraction(r["load_plan_exact"])
