@@ -162,6 +162,22 @@ CLUSTER_FILES = {"test_multihost.py", "test_multihost_link_bytes.py", "test_mult
 addresses): under pytest-xdist they run one after another on one worker."""
 
 
+HEAVY_FIRST = ("test_mpi_coded.py", "test_mpi_coded_scale.py", "test_mpi_store.py",
+               "test_faults.py", "test_golden_outputs.py", "test_mpi_coded_rs.py",
+               "test_figures.py", "test_report.py", "test_mpi_cec.py",
+               "test_mpi_cec_elastic.py", "test_fault_tolerance.py", "test_examples.py",
+               "test_plugin_api.py", "test_mpi_lt.py", "test_sweep.py")
+"""The files of the longest MPI jobs, longest first (``--durations``): run first, so that
+the two workers end together on short files instead of one waiting for a long one."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """:data:`HEAVY_FIRST` files first, in that order; the tests of a file stay together and
+    in their order."""
+    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda it: rank.get(it.path.name, len(HEAVY_FIRST)))
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     """The emulated cluster's jobs (``multihost``, ``slurm``) are ``slow``: left out of the
     default run (``-m 'not slow'`` in pyproject.toml), ``python -m pytest -m slow``.
