@@ -191,3 +191,48 @@ def test_a_plugin_workload_and_fault_mode_run_verified_and_in_the_report(tmp_pat
     assert rep.returncode == 0, rep.stdout + rep.stderr
     page = (page_dir / "report.html").read_text()
     assert "logistic" in page and "NOT VERIFIED" not in page.upper()
+
+
+def test_a_plugin_workloads_own_failure_names_it_and_the_runtimes_passes_through():
+    import numpy as np
+
+    from mpi_coded.cec.workloads import Iterate
+    from mpi_coded.errors import PluginError
+
+    class Boom(plugin.Workload):
+        def step(self, it, fresh, product):
+            product(0, it.w)
+            raise ZeroDivisionError("its own bug")
+
+    with WORKLOADS.registered(Boom("boom", "raises"), origin="boom.py") as boom:
+        it = Iterate(boom, np.zeros(2), np.zeros(2), np.zeros(2))
+        with pytest.raises(PluginError, match=r"^plugin boom.py: workload 'boom': "
+                                              r"ZeroDivisionError: its own bug$"):
+            it.step(lambda: None, lambda i, v: v)
+
+        def deadline(i, v):
+            raise TimeoutError("the runtime's deadline")
+
+        with pytest.raises(TimeoutError, match="the runtime's deadline"):
+            it.step(lambda: None, deadline)  # not the plugin's fault: passes through
+
+
+def test_a_plugin_fault_modes_failure_names_it():
+    from mpi_coded.errors import PluginError
+    from mpi_coded.runtime.core import faults as runtime_faults
+
+    class Broken(plugin.FaultMode):
+        name, usage, summary = "broken", "broken:RANK:PHASE", "raises"
+
+        def fire(self, fault, ctx):
+            raise RuntimeError("cannot fire")
+
+    class Comm:
+        def Get_rank(self):  # noqa: N802 - mpi4py's name
+            return 1
+
+    with FAULTS.registered(Broken(), origin="broken.py"):
+        f = parse_fault("broken:1:step", "cec", 7)
+        with pytest.raises(PluginError, match=r"^plugin broken.py: fault mode 'broken': "
+                                              r"RuntimeError: cannot fire$"):
+            runtime_faults.at_phase((f,), Comm(), "step", 1)  # type: ignore[arg-type]

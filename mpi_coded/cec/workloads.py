@@ -39,14 +39,15 @@ for 100 power steps on a random 200 x 200 ``X`` moves the final ``w`` by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from mpi_coded.errors import require
+from mpi_coded.errors import PluginError, require
 from mpi_coded.registry import HookRegistrar, Registry
 from mpi_coded.store import checkpoint
 
@@ -141,6 +142,35 @@ StepValues = tuple[float | None, float | None]
 workload's)."""
 
 
+_RUNTIME = "_mpi_coded_runtime"
+"""Set on an exception raised by the runtime's callbacks inside a workload's step."""
+
+
+def _runtime(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` whose exceptions are marked as the runtime's (not the workload's)."""
+    def call(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except BaseException as exc:
+            setattr(exc, _RUNTIME, True)
+            raise
+    return call
+
+
+@contextmanager
+def plugin_failure(work: Workload) -> Iterator[None]:
+    """A plugin workload's own exception as a :class:`PluginError` naming the plugin."""
+    try:
+        yield
+    except Exception as exc:
+        origin = WORKLOADS.origin(work.name) if work.name in WORKLOADS else "mpi_coded"
+        if origin == "mpi_coded" or getattr(exc, _RUNTIME, False) or \
+                isinstance(exc, PluginError):
+            raise
+        raise PluginError(origin, "workload", work.name,
+                          f"{type(exc).__name__}: {exc}") from exc
+
+
 @dataclass
 class Iterate:
     """A workload's state between steps: the iterate ``w`` (and linreg's ``b`` and ``eta``)."""
@@ -154,7 +184,9 @@ class Iterate:
     @classmethod
     def start(cls, kind: str, x: Any, rows: int, cols: int, seed: int) -> Iterate:
         """``w_0`` of the workload called ``kind`` for the ``rows x cols`` matrix ``x``."""
-        return WORKLOADS.lookup(kind).start(x, rows, cols, seed)
+        work = WORKLOADS.lookup(kind)
+        with plugin_failure(work):
+            return work.start(x, rows, cols, seed)
 
     @property
     def kind(self) -> str:
@@ -166,12 +198,16 @@ class Iterate:
         return self.workload.products
 
     def step(self, fresh: Callable[[], Any], product: Product) -> StepValues:
-        """One step through ``product`` (:meth:`Workload.step`)."""
-        return self.workload.step(self, fresh, product)
+        """One step through ``product`` (:meth:`Workload.step`); a plugin workload's own
+        failure is a :class:`~mpi_coded.errors.PluginError` naming it (the runtime's, from
+        ``product`` or ``fresh``, passes through as it is)."""
+        with plugin_failure(self.workload):
+            return self.workload.step(self, _runtime(fresh), _runtime(product))
 
     def check(self, x: npt.ArrayLike, steps: int) -> dict[str, Any] | None:
         """The end check (:meth:`Workload.final_check`); None when there is none."""
-        return self.workload.final_check(self, x, steps)
+        with plugin_failure(self.workload):
+            return self.workload.final_check(self, x, steps)
 
     @property
     def stateful(self) -> bool:

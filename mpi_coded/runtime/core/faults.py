@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from mpi4py import MPI
 
-from mpi_coded.faults import Fault, mode_of
+from mpi_coded.errors import PluginError
+from mpi_coded.faults import FAULTS, Fault, mode_of
 from mpi_coded.runtime.core import wire as P
 
 _FIRED: set[int] = set()
@@ -38,4 +39,12 @@ def at_phase(faults: Sequence[Fault], comm: MPI.Comm, phase: str, step: int | No
             continue
         _FIRED.add(id(f))
         where = f"phase {phase}" + (f" {step}" if step is not None else "")
-        mode_of(f).fire(f, _Context(comm, where))
+        mode = mode_of(f)
+        origin = FAULTS.origin(mode.name)
+        try:
+            mode.fire(f, _Context(comm, where))
+        except Exception as exc:  # a plugin mode's own failure names the plugin
+            if origin == "mpi_coded":
+                raise
+            raise PluginError(origin, "fault mode", mode.name,
+                              f"{type(exc).__name__}: {exc}") from exc
