@@ -236,3 +236,38 @@ def test_a_plugin_fault_modes_failure_names_it():
         with pytest.raises(PluginError, match=r"^plugin broken.py: fault mode 'broken': "
                                               r"RuntimeError: cannot fire$"):
             runtime_faults.at_phase((f,), Comm(), "step", 1)  # type: ignore[arg-type]
+
+
+def test_a_plugin_policy_failing_at_a_step_is_a_plugin_error_naming_it():
+    from mpi_coded.cec.plan import make_plan
+    from mpi_coded.errors import PluginError
+
+    class Raises(plugin.ElasticPolicy):
+        def assign(self, speeds, lp, available, rows, prev):
+            raise KeyError("no such machine")
+
+    with POLICIES.registered(Raises("raises", "x"), origin="r.py"):
+        with pytest.raises(PluginError, match=r"^plugin r.py: policy 'raises': KeyError"):
+            make_plan("raises", plugins.WORKED_SPEEDS, 3, (1, 2, 3, 4))
+
+
+def test_a_copy_code_encodes_and_decodes_by_gathers_over_every_field():
+    import numpy as np
+
+    from mpi_coded.fields import get_field
+
+    m, R = 6, 2
+    t = np.arange(m, dtype=np.int64)
+    layout = plugin.CodeLayout(m=m, r=R * m, msg_index=t[:, None].copy(),
+                               coded_index=np.stack([t, t + m], axis=1))
+    for name in ("gf2^8", "float64"):
+        f = get_field(name)
+        code = plugin.CopyCode(layout, f)
+        A = np.arange(m * 3).reshape(m, 3).astype(f.dtype)
+        C = code.encode(A)
+        assert C.shape == (R * m, 3) and (C[:m] == A).all() and (C[m:] == A).all()
+        rows = [6, 7, 2, 3, 10, 5]  # one copy of every row of A, from either half
+        assert (code.decode(rows, C[rows]) == A).all()
+        assert code.encode_work(None, 3).algorithms and code.decode_work(rows, 3)
+        with pytest.raises(plugin.NotDecodable, match=r"rows \[0\] of A have no copy"):
+            code.decode([1, 2, 3, 4, 5], C[[1, 2, 3, 4, 5]])
