@@ -13,17 +13,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from mpi_coded.plugin import Fault, FaultContext, FaultMode, Registrar, require
-
-
-def _phase_at(text: str, job: str, spec: str) -> tuple[str, int | None]:
-    from mpi_coded.plugin import PHASES
-
-    phase, _, at = text.partition("@")
-    require(phase in PHASES[job], "--fault", f"PHASE must be one of {', '.join(PHASES[job])}",
-            spec)
-    require(at == "" or at.isdigit(), "--fault", "@STEP must be an integer", spec)
-    return phase, (int(at) if at else None)
+from mpi_coded.plugin import (
+    Fault,
+    FaultContext,
+    FaultMode,
+    Registrar,
+    number,
+    phase_at,
+    require,
+)
 
 
 class Hog(FaultMode):
@@ -33,11 +31,8 @@ class Hog(FaultMode):
 
     def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
         require(len(fields) == 2, "--fault", f"must look like {self.usage}", spec)
-        phase, step = _phase_at(fields[0], job, spec)
-        try:
-            seconds = float(fields[1])
-        except ValueError:
-            seconds = -1.0
+        phase, step = phase_at(fields[0], job, spec)
+        seconds = number(fields[1], "SECONDS", spec)
         require(0 <= seconds <= 3600, "--fault", "hog SECONDS must be a number in [0, 3600]",
                 spec)
         return Fault(self.name, rank, phase, step, seconds=seconds)

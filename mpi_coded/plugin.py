@@ -86,7 +86,7 @@ from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 from mpi_coded.coded.shuffle import UnicastBook, deficit_unicasts
 from mpi_coded.codes import work
 from mpi_coded.errors import ConfigError, NotDecodable, PluginError, require
-from mpi_coded.faults import FAULTS, PHASES, Fault, FaultContext, FaultMode
+from mpi_coded.faults import FAULTS, PHASES, Fault, FaultContext, FaultMode, number, phase_at
 from mpi_coded.fields import Field
 from mpi_coded.registry import Registry
 
@@ -146,5 +146,5 @@ __all__ = [
     "Workload", "FloatIterative", "Iterate", "Product", "StepValues", "REFERENCE_RTOL",
     "relative_error", "start_vector",
     # fault modes
-    "FaultMode", "Fault", "FaultContext", "PHASES",
+    "FaultMode", "Fault", "FaultContext", "PHASES", "phase_at", "number",
 ]

@@ -80,29 +80,21 @@ class DeadlineExceeded(TimeoutError):
 
 class Backoff:
     """Sleeps ``lo, 2 lo, ..`` capped at ``hi``; ``hi == 0`` never sleeps (busy).
-    ``spins``: that many first tries do not sleep (an answer expected within microseconds:
-    a sleep, however short, gives the core away on an oversubscribed node and may come
-    back milliseconds later).
 
     ``hi`` defaults to this rank's idle cap (:attr:`WaitPolicy.idle_sleep`).
     """
 
-    def __init__(self, lo: float = MIN_SLEEP, hi: float | None = None, spins: int = 0) -> None:
+    def __init__(self, lo: float = MIN_SLEEP, hi: float | None = None) -> None:
         if hi is None:
             hi = POLICY.idle_sleep
         self.lo, self.hi = min(lo, hi), hi
         self.delay = self.lo
-        self.spins = self.left = spins
 
     def reset(self) -> None:
         self.delay = self.lo
-        self.left = self.spins
 
     def sleep(self) -> None:
         if self.hi <= 0:
-            return
-        if self.left > 0:
-            self.left -= 1
             return
         time.sleep(self.delay)
         self.delay = min(self.hi, self.delay * 2)
@@ -177,12 +169,10 @@ def deadline_in(seconds: float) -> float:
 
 
 def poll_until(test: Callable[[], bool], deadline: float, what: str,
-               active: bool = False, dormant: bool = False, spins: int = 0) -> None:
+               active: bool = False, dormant: bool = False) -> None:
     """Call ``test()`` with backoff sleeps until it returns True or time runs out
-    (:meth:`WaitPolicy.backoff` for ``active`` and ``dormant``; ``spins`` first tries
-    without a sleep)."""
+    (:meth:`WaitPolicy.backoff` for ``active`` and ``dormant``)."""
     backoff = POLICY.backoff(active, dormant)
-    backoff.spins = backoff.left = spins
     while not test():
         if time.monotonic() > deadline:
             raise DeadlineExceeded(f"timed out waiting for {what}")
@@ -203,7 +193,7 @@ def sleep_until(t_end: float, interrupt: Callable[[], bool]) -> bool:
 
 
 def wait_all(reqs: Sequence[MPI.Request], deadline: float, what: str,
-             active: bool = False, spins: int = 0) -> None:
+             active: bool = False) -> None:
     """Wait for every request (one ``Testall`` per try).  With failure reporting on
     (:mod:`mpi_coded.runtime.core.ulfm`) a request whose peer died is done: it is tested on
     its own and dropped."""
@@ -211,8 +201,7 @@ def wait_all(reqs: Sequence[MPI.Request], deadline: float, what: str,
     if not pending:
         return
     if not ulfm.enabled():
-        poll_until(lambda: bool(MPI.Request.Testall(pending)), deadline, what, active,
-                   spins=spins)
+        poll_until(lambda: bool(MPI.Request.Testall(pending)), deadline, what, active)
         return
 
     def done() -> bool:

@@ -157,11 +157,6 @@ def parse_header(buf: np.ndarray, source: int, expect: Collection[Kind],
     return Header(source, kind, int(buf[2]), dtype, shape, int(buf[7]))
 
 
-PAYLOAD_SPINS = 8
-"""Tests of a payload's receive before the first sleep: its header is in, so the payload
-(sent right after it) almost always is too, or is microseconds away."""
-
-
 def recv_payload(comm: MPI.Comm, h: Header, deadline: float,
                  source: int | None = None) -> np.ndarray | None:
     """Receive the payload announced by header ``h`` (from ``source``, default the
@@ -182,6 +177,5 @@ def recv_payload(comm: MPI.Comm, h: Header, deadline: float,
         if state[0] is None:
             raise ulfm.PeerLost(h.source)
         return out
-    wait_all([req], deadline, f"{h.kind.name} payload from rank {h.source}", active=True,
-             spins=PAYLOAD_SPINS)
+    wait_all([req], deadline, f"{h.kind.name} payload from rank {h.source}", active=True)
     return out
