@@ -60,11 +60,19 @@ def launcher_args() -> list[str]:
     return ["--oversubscribe"] if mpi_flavor() == "openmpi" else []
 
 
+OPENMPI_LOCAL_ENV = {"OMPI_MCA_btl_tcp_if_include": "lo"}
+"""A one-host job's TCP on loopback only.  Open MPI lists every interface at start; the
+emulated cluster's tests (on the other pytest-xdist worker) add and delete bridges in this
+namespace, and a job that had listed one failed when it connected through it after it was
+gone (``bind on local address (198.18.35.1:0) failed``, the ULFM spawn test in CI)."""
+
+
 def launcher_env() -> dict[str, str]:
-    """Environment the launcher needs (Open MPI as root: the two ``OMPI_ALLOW_*``)."""
-    if mpi_flavor() == "openmpi" and os.geteuid() == 0:
-        return dict(OPENMPI_ROOT_ENV)
-    return {}
+    """Environment the launcher needs: under Open MPI, TCP on loopback only
+    (:data:`OPENMPI_LOCAL_ENV`) and, as root, the two ``OMPI_ALLOW_*``."""
+    if mpi_flavor() != "openmpi":
+        return {}
+    return {**OPENMPI_LOCAL_ENV, **(OPENMPI_ROOT_ENV if os.geteuid() == 0 else {})}
 
 
 def mpiexec_cmd(n: int, *extra: str) -> list[str]:
