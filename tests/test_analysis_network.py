@@ -88,6 +88,7 @@ def test_constants_match_the_runtime_and_the_fields():
     from mpi_coded.runtime.core import records, wire
 
     assert nw.HEADER_BYTES == wire.HEADER_WORDS * 8
+    assert nw.INLINE_BYTES == wire.INLINE_BYTES
     assert nw.META_WORDS == len(records.TASK_META.fields)
 
 
@@ -151,8 +152,8 @@ def test_a_fabric_caps_what_all_links_carry_together():
 
 def test_messages_inside_one_host_are_not_on_the_network():
     t = nw.Traffic()
-    t.message(1, 2, 100, 1)  # ranks 1 and 2 share host 1 below
-    t.message(2, 3, 100, 1)
+    t.message(1, 2, 100, 1, inline=False)  # ranks 1 and 2 share host 1 below
+    t.message(2, 3, 100, 1, inline=False)  # header and payload: 2 MPI messages
     net = nw.make_network(4, "8000bit", ranks_per_host=2)  # host1: 0, 1; host2: 2, 3
     cost = nw.phase_seconds(t, net)
     assert cost.hosts["host1"] == nw.HostTraffic(H + 100, 0, 2, 0, 1, 0)
@@ -288,8 +289,9 @@ def test_gather_sends_every_output_to_the_master_and_distribution_nothing():
     cn = nw.coded_network(pl, net)
     g = cn.phases["gather"]
     w = 12 // 4
-    assert g.hosts["master"] == nw.HostTraffic(0, 4 * (H + 20 * w), 0, 8, 0, 4)  # gf2^8
-    assert g.seconds == pytest.approx(8 * 4 * (H + 20 * w) / 1e6)
+    # gf2^8, 60 bytes each: inline after the header, padded to 64, one MPI message
+    assert g.hosts["master"] == nw.HostTraffic(0, 4 * (H + 64), 0, 4, 0, 4)
+    assert 20 * w == 60 and g.seconds == pytest.approx(8 * 4 * (H + 64) / 1e6)
     assert cn.phases["distribution"].seconds == 0 and not cn.phases["distribution"].hosts
 
 
@@ -359,7 +361,9 @@ def test_elastic_coded_step_messages():
         k = len(ranges[n])
         assert per[n].recv_bytes == (H + 16 * k) + (H + 200 * 8)
         assert per[n].sent_bytes == (H + 8 * counts[n]) + (H + 8 * nw.META_WORDS)
-        assert per[n].sent_messages == per[n].recv_messages == 4
+        # every payload fits inline (at most 4032 bytes): one MPI message each
+        assert max(16 * k, 200 * 8, 8 * counts[n]) <= nw.INLINE_BYTES
+        assert per[n].sent_messages == per[n].recv_messages == 2
     assert per[4] == nw.HostTraffic(0, H, 0, 1)
     setup = nw.elastic_setup_traffic(range(1, 7), [(420, 200)], 8).by_rank()
     assert setup[0].sent_bytes == 6 * (H + 420 * 200 * 8)
@@ -379,7 +383,7 @@ def test_uncoded_moves_carry_the_bytes_the_baseline_reports():
     cost = nw.phase_seconds(t, net)
     assert cost.seconds > 0 and cost.slowest is not None
     step = nw.uncoded_step_traffic(b, 200, 8).by_rank()
-    assert step[0].recv_messages == 4 * len(b)
+    assert step[0].recv_messages == 2 * len(b)  # results and statistics, each inline
 
 
 # --- the command line ----------------------------------------------------------------------
@@ -486,12 +490,13 @@ def test_plan_cec_rate_bad_input_is_one_line(capsys, argv, needle):
 
 def test_merged_traffic_keeps_bytes_messages_and_copies():
     a, b = nw.Traffic(), nw.Traffic()
-    a.message(1, 2, 10, 1)  # header + payload: 2 messages, 1 copy
+    a.message(1, 2, 10, 1)  # header + inline payload (padded to 16): 1 message, 1 copy
+    a.message(1, 2, 10, 1, inline=False)  # header + payload: 2 messages, 1 copy
     b.message(1, 2, None, 1)  # a header alone: 1 message, no copy
     b.add(2, 3, 5, 1, copies=1)  # a broadcast edge
     m = a.merged(b)
-    assert m.edges[(1, 2)] == [2 * H + 10, 3] and m.copies[(1, 2)] == 1
+    assert m.edges[(1, 2)] == [3 * H + 16 + 10, 4] and m.copies[(1, 2)] == 2
     assert m.edges[(2, 3)] == [5, 1] and m.copies[(2, 3)] == 1
     per = m.by_rank()
-    assert (per[1].sent_messages, per[1].sent_copies) == (3, 1)
-    assert (per[2].recv_copies, per[2].sent_copies, per[3].recv_copies) == (1, 1, 1)
+    assert (per[1].sent_messages, per[1].sent_copies) == (4, 2)
+    assert (per[2].recv_copies, per[2].sent_copies, per[3].recv_copies) == (2, 1, 1)

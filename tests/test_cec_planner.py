@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from fractions import Fraction
 from fractions import Fraction as F
 
 import pytest
@@ -142,3 +143,39 @@ def test_plan_cli_human_readable(capsys):
     assert main(["plan", "cec", "--speeds", "1,2", "--L", "1"]) == 0
     out = capsys.readouterr().out
     assert "heterogeneous plan" in out and "time=1/3" in out
+
+
+def test_plan_cache_returns_the_plan_solved_once_and_keys_on_prev_only_where_used():
+    from mpi_coded.cec.plan import PlanCache
+
+    speeds = {1: Fraction(1), 2: Fraction(3, 2), 3: Fraction(2), 4: Fraction(1)}
+    cache = PlanCache()
+    first = cache.plan("heterogeneous", speeds, 2, [1, 2, 3, 4], rows=12)
+    again = cache.plan("heterogeneous", dict(speeds), 2, [1, 2, 3, 4], rows=12, prev=first)
+    assert again is first and (cache.hits, cache.misses) == (1, 1)  # prev unused: a hit
+    assert again == make_plan("heterogeneous", speeds, 2, [1, 2, 3, 4], rows=12)
+    fewer = cache.plan("heterogeneous", speeds, 2, [1, 2, 4], rows=12)
+    assert fewer == make_plan("heterogeneous", speeds, 2, [1, 2, 4], rows=12)
+    tw = cache.plan("heterogeneous-tw", speeds, 2, [1, 2, 4], rows=12, prev=first)
+    assert cache.plan("heterogeneous-tw", speeds, 2, [1, 2, 4], rows=12, prev=first) is tw
+    other = cache.plan("heterogeneous-tw", speeds, 2, [1, 2, 4], rows=12, prev=fewer)
+    assert other == make_plan("heterogeneous-tw", speeds, 2, [1, 2, 4], rows=12, prev=fewer)
+    slower = cache.plan("heterogeneous", {**speeds, 3: Fraction(1)}, 2, [1, 2, 3, 4], rows=12)
+    assert slower is not first and slower.time != first.time  # speeds are in the key
+    assert (cache.hits, cache.misses) == (2, 5)
+
+
+def test_plan_cache_asks_a_plugin_policy_every_time(monkeypatch):
+    from mpi_coded.cec import plan as plan_mod
+    from mpi_coded.cec.plan import PlanCache
+
+    monkeypatch.setattr(plan_mod.POLICIES, "origin", lambda name: "my_plugin.py")
+    calls = []
+    real = plan_mod.make_plan
+    monkeypatch.setattr(plan_mod, "make_plan",
+                        lambda *a, **k: calls.append(a) or real(*a, **k))
+    cache = PlanCache()
+    speeds = {1: Fraction(1), 2: Fraction(1), 3: Fraction(1)}
+    for _ in range(3):
+        cache.plan("heterogeneous", speeds, 2, [1, 2, 3])
+    assert len(calls) == 3 and cache.hits == cache.misses == 0

@@ -1,6 +1,8 @@
 """A preempted machine of the elastic job waits dormant (runtime/cec/machine.py): its wait
 for the master's next order uses the dormant cap after IDLE and until that order, and no
-other wait does.  No MPI traffic: the machine's link to the master is a stand-in."""
+other wait does; once it has seen the orders of
+consecutive steps, a machine expects the next one (``Expecting``, capped at its cap).  No
+MPI traffic: the machine's link to the master is a stand-in."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from types import SimpleNamespace
 
 from mpi_coded.runtime.cec.machine import IdleClock, Machine
 from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.wait import POLICY, Expecting, OrderClock
 
 
 class FakeMaster:
@@ -16,10 +19,17 @@ class FakeMaster:
 
     def __init__(self) -> None:
         self.dormant: list[bool] = []
+        self.active: list[bool] = []
+        self.backoff: list[object] = []
+        self.step = 0
 
-    def recv(self, kinds, step, timeout, what, dormant=False):  # noqa: ANN001
+    def recv(self, kinds, step, timeout, what, dormant=False, active=False,  # noqa: ANN001
+             backoff=None):
         self.dormant.append(dormant)
-        return SimpleNamespace(kind=P.Kind.TASK, step=1, aux=0), None
+        self.active.append(active)
+        self.backoff.append(backoff)
+        self.step += 1  # every order is the next step's
+        return SimpleNamespace(kind=P.Kind.TASK, step=self.step, aux=0), None
 
 
 def a_machine() -> Machine:
@@ -28,6 +38,7 @@ def a_machine() -> Machine:
     m.master = FakeMaster()  # type: ignore[assignment]
     m.cfg = SimpleNamespace(timeout_s=5.0)  # type: ignore[assignment]
     m.idle_clock = IdleClock()
+    m.orders = OrderClock()
     return m
 
 
@@ -41,3 +52,17 @@ def test_only_a_machine_idled_by_the_master_waits_dormant():
     m.next_order({P.Kind.VECTOR}, 1, "w_t")  # a task's vector: expected now
     assert m.master.dormant == [False, True, True, False]  # type: ignore[attr-defined]
     assert m.idle_clock.wall >= 0 and m.idle_clock.since is None
+
+
+def test_a_machine_expects_the_next_order_once_it_has_seen_two_periods():
+    m = a_machine()
+    for _ in range(3):  # orders of steps 1, 2, 3: two periods
+        m.next_order()
+    m.idle_clock.start()
+    m.next_order()  # dormant: expecting, capped at the dormant cap
+    m.idle_clock.stop()
+    m.next_order()
+    seen = m.master.backoff  # type: ignore[attr-defined]
+    assert seen[:3] == [None, None, None]
+    assert isinstance(seen[3], Expecting) and seen[3].hi == POLICY.dormant_sleep
+    assert isinstance(seen[4], Expecting) and seen[4].hi == POLICY.idle_sleep

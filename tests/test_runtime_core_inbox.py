@@ -1,7 +1,7 @@
 """runtime/core/inbox.py in one process: one posted header receive per peer, reposted after
 each message; ``test`` never blocks, ``recv`` waits to its deadline, a malformed header is
-consumed and named.  A stand-in communicator delivers headers (no payloads: those need
-MPI, tests/test_runtime_core_mpi.py)."""
+consumed and named.  A stand-in communicator delivers headers, with inline payloads (the
+others need MPI, tests/test_runtime_core_mpi.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ class _Req:
         self.comm.tests += 1
         q = self.comm.queue
         if q and q[0][0] <= self.comm.tests:
-            self.buf[:] = q.popleft()[1]
+            msg = q.popleft()[1]
+            self.buf[:len(msg)] = msg  # a message shorter than the posted buffer
             self.done = True
         return self.done
 
@@ -47,7 +48,7 @@ class _Comm:
         self.tests = 0
 
     def Irecv(self, buf, source, tag):  # noqa: N802
-        assert tag == wire.TAG_HEADER and buf.shape == (wire.HEADER_WORDS,)
+        assert tag == wire.TAG_HEADER and buf.shape == (wire.HEADER_CAPACITY,)
         self.posted.append(_Req(self, buf, source, tag))
         return self.posted[-1]
 
@@ -106,3 +107,33 @@ def test_inbox_cancel_cancels_the_posted_receive_and_forgets_it():
     assert comm.posted[0].cancelled and comm.posted[0].completed  # completed: freed
     box.request()
     assert len(comm.posted) == 2 and not comm.posted[1].cancelled
+
+
+class _Sent:
+    """Captures what ``wire.isend`` sends."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[np.ndarray, int, int]] = []
+
+    def Isend(self, buf, dest, tag):  # noqa: N802 - mpi4py's name
+        self.calls.append((buf.copy(), dest, tag))
+        return len(self.calls)
+
+
+@pytest.mark.parametrize("arr", [
+    np.arange(5, dtype=np.int64).reshape(5, 1) * 7,  # a task's row-set table
+    np.linspace(-1.0, 1.0, 100),  # w_t
+    np.arange(13, dtype=np.uint8),  # GF(2^8): not a multiple of 8 bytes
+    np.arange(2 * 3, dtype=np.uint16).reshape(2, 3),
+])
+def test_inbox_takes_an_inline_payload_whole_with_its_header(arr):
+    sent = _Sent()
+    assert wire.isend(sent, 0, Kind.RESULT, 4, arr, aux=1) == [1]  # type: ignore[arg-type]
+    msg, _, tag = sent.calls[0]
+    assert tag == wire.TAG_HEADER and len(msg) == wire.HEADER_WORDS + -(-arr.nbytes // 8)
+    comm = _Comm((0, msg))
+    box = Inbox(comm, 2)  # type: ignore[arg-type]
+    h, payload = box.test({Kind.RESULT}, 4, deadline_in(30))  # type: ignore[misc]
+    assert h.inline and (h.source, h.aux) == (2, 1)
+    assert payload is not None and payload.dtype == arr.dtype and np.array_equal(payload, arr)
+    assert len(comm.posted) == 1  # no payload receive: it came with the header

@@ -22,6 +22,8 @@ from mpi_coded.runtime.core.wait import (
     POLICY,
     Backoff,
     DeadlineExceeded,
+    Expecting,
+    OrderClock,
     WaitPolicy,
 )
 
@@ -158,7 +160,8 @@ def test_wait_a_dormant_wait_backs_off_to_the_dormant_cap_and_active_wins(sleeps
     b = POLICY.backoff(dormant=True)
     for _ in range(12):
         b.sleep()
-    assert sleeps[0] == pytest.approx(MIN_SLEEP) and sleeps[-1] == pytest.approx(DORMANT_SLEEP)
+    # nothing is due soon: it starts at the idle cap, no run of short sleeps
+    assert sleeps[0] == pytest.approx(MAX_SLEEP) and sleeps[-1] == pytest.approx(DORMANT_SLEEP)
     assert max(sleeps) == pytest.approx(DORMANT_SLEEP)
     assert POLICY.backoff().hi == MAX_SLEEP  # not dormant: the idle cap
     active = POLICY.backoff(active=True, dormant=True)  # expecting answers: never dormant
@@ -257,3 +260,72 @@ def test_wait_sleep_until_never_sleeps_past_its_end(sleeps):
 
 def test_wait_all_of_no_requests_returns_at_once():
     wait.wait_all([], time.monotonic() - 10, "nothing")
+
+
+class _Clock:
+    """A stand-in for ``time.perf_counter`` and ``time.sleep``: sleeping moves it on."""
+
+    def __init__(self, monkeypatch, now: float = 100.0) -> None:
+        self.now, self.sleeps = now, []
+        monkeypatch.setattr(wait.time, "perf_counter", lambda: self.now)
+        monkeypatch.setattr(wait.time, "sleep", self.sleep)
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+
+def test_wait_expecting_halves_the_time_left_then_polls_near_then_at_the_cap(monkeypatch):
+    clock = _Clock(monkeypatch)
+    b = Expecting(due=100.008, window=0.004, hi=1e-3, near=2e-4)
+    while clock.now < 100.0125:
+        b.sleep()
+    s = clock.sleeps
+    before = [x for x, t in zip(s, _times(100.0, s)) if t < 100.008]
+    assert max(s) == pytest.approx(1e-3)  # never longer than the cap it was given
+    assert len(before) <= 8 + 4  # a few wake-ups to the due time, not a run of 10 us ones
+    assert min(before) >= 2e-4 - 1e-12
+    near = [x for x, t in zip(s, _times(100.0, s)) if 100.008 <= t < 100.012]
+    assert near and all(x == pytest.approx(2e-4) for x in near)
+    assert s[-1] == pytest.approx(1e-3)  # past the window: the cap again
+
+
+def _times(t0: float, sleeps: list[float]) -> list[float]:
+    """When each sleep started."""
+    out = []
+    for x in sleeps:
+        out.append(t0)
+        t0 += x
+    return out
+
+
+def test_wait_expecting_far_due_sleeps_at_the_cap_so_an_early_order_is_one_cap_late(
+        monkeypatch):
+    clock = _Clock(monkeypatch)
+    b = Expecting(due=101.0, window=1.0, hi=5e-3, near=2e-4)
+    for _ in range(5):
+        b.sleep()
+    assert clock.sleeps == [pytest.approx(5e-3)] * 5
+
+
+def test_wait_order_clock_learns_the_shortest_recent_period_of_new_steps(monkeypatch):
+    clock = _Clock(monkeypatch, now=10.0)
+    oc = OrderClock()
+    assert oc.backoff(1e-3) is None  # nothing learned yet
+    for step, at in [(1, 10.0), (1, 10.001), (2, 10.010), (3, 10.030), (5, 10.040)]:
+        clock.now = at
+        oc.arrived(step)  # a second order of step 1 and a skipped step teach nothing
+    assert list(oc.periods) == [pytest.approx(0.010), pytest.approx(0.020)]
+    b = oc.backoff(1e-3)
+    assert isinstance(b, Expecting) and b.hi == 1e-3
+    assert b.due == pytest.approx(10.040 + wait.EXPECT_EARLY * 0.010)
+    assert b.window == pytest.approx(0.010)
+    clock.now = 10.041
+    oc.arrived(4)  # an older step's order (a late CUT's): ignored
+    assert oc.last == (5, 10.040)
+
+
+@pytest.mark.parametrize("idle,near", [(MAX_SLEEP, ACTIVE_MAX_SLEEP), (8e-3, 8e-3)])
+def test_wait_near_an_expected_order_polls_fast_only_where_the_node_is_not_crowded(idle, near):
+    POLICY.idle_sleep, POLICY.active_sleep = idle, ACTIVE_MAX_SLEEP
+    assert POLICY.near_sleep == near

@@ -136,7 +136,8 @@ class _Sub(np.ndarray):
 ])
 def test_wire_isend_header_describes_exactly_the_payload_it_sends(arr):
     comm = _Sent()
-    reqs = wire.isend(comm, 3, Kind.RESULT, 7, arr, aux=2)  # type: ignore[arg-type]
+    reqs = wire.isend(comm, 3, Kind.RESULT, 7, arr, aux=2,  # type: ignore[arg-type]
+                      inline=False)
     assert reqs == ["req1", "req2"]
     (h, d0, t0), (payload, d1, t1) = comm.calls
     assert (d0, t0, d1, t1) == (3, wire.TAG_HEADER, 3, wire.TAG_PAYLOAD)
@@ -144,6 +145,45 @@ def test_wire_isend_header_describes_exactly_the_payload_it_sends(arr):
     got = wire.parse_header(h, 0, {Kind.RESULT}, 7)
     assert got.shape == payload.shape and got.dtype == payload.dtype and got.aux == 2
     assert np.array_equal(payload.reshape(-1), np.asarray(arr).reshape(-1))
+
+
+@pytest.mark.parametrize("arr", [
+    np.arange(12.0).reshape(3, 4)[:, ::2],
+    np.arange(4, dtype=np.uint16).view(_Sub),
+    np.arange(7, dtype=np.uint8),
+    np.zeros(0, dtype=np.uint8),
+    np.arange(wire.INLINE_BYTES // 8, dtype=np.float64),  # the largest inline payload
+])
+def test_wire_small_payload_goes_inline_in_the_headers_message(arr):
+    comm = _Sent()
+    assert wire.isend(comm, 3, Kind.RESULT, 7, arr, aux=2) == ["req1"]  # type: ignore[arg-type]
+    msg, dest, tag = comm.calls[0]
+    assert (dest, tag) == (3, wire.TAG_HEADER) and msg.dtype == np.int64
+    buf = np.zeros(wire.HEADER_CAPACITY, dtype=np.int64)
+    buf[:len(msg)] = msg
+    h = wire.parse_header(buf, 3, {Kind.RESULT}, 7)
+    assert h.inline and h.aux == 2 and h.dtype == np.asarray(arr).dtype
+    got = wire.inline_payload(h, buf)
+    assert np.array_equal(got.reshape(-1), np.asarray(arr).reshape(-1))
+    assert got.base is None or got.base is not buf  # a copy: the buffer is reused
+
+
+def test_wire_payload_one_byte_over_the_inline_limit_is_its_own_message():
+    comm = _Sent()
+    arr = np.zeros(wire.INLINE_BYTES + 1, dtype=np.uint8)
+    assert wire.isend(comm, 1, Kind.VECTOR, 1, arr) == ["req1", "req2"]  # type: ignore[arg-type]
+    h = wire.parse_header(comm.calls[0][0], 0, {Kind.VECTOR}, 1)
+    assert not h.inline and comm.calls[1][2] == wire.TAG_PAYLOAD
+
+
+def test_wire_inline_header_announcing_more_than_fits_names_the_sender():
+    h = np.zeros(wire.HEADER_CAPACITY, dtype=np.int64)
+    h[:wire.HEADER_WORDS] = packed(Kind.RESULT, 1, np.zeros(4), aux=0)
+    h[3] += wire.INLINE
+    h[5] = wire.INLINE_BYTES // 8 + 1
+    with pytest.raises(WireError, match=r"from rank 5: inline payload of shape \(505,\) "
+                                        r"does not fit 4032 bytes"):
+        wire.parse_header(h, 5, {Kind.RESULT}, 1)
 
 
 def test_wire_isend_without_payload_sends_the_header_only():

@@ -9,8 +9,11 @@ segment lengths, unicasts), its reducers' outputs, and the elastic job's
 **Messages.** The runtime's point-to-point message is a header of
 :data:`HEADER_BYTES` (8 int64 words, ``runtime.core.wire``) and, when it carries one, a
 payload of ``values x itemsize`` bytes (``itemsize`` of the field's dtype:
-:data:`ITEMSIZE`), sent as two MPI messages; a message without payload is one.  A
-broadcast (``--multicast bcast``) carries no header: one MPI message per tree edge.
+:data:`ITEMSIZE`), sent as two MPI messages; a message without payload is one, and so is
+one whose payload of at most :data:`INLINE_BYTES` travels inline after the header (padded
+to whole int64 words).  The shuffle's multicasts and unicasts never go inline (their
+receivers post both receives).  A broadcast (``--multicast bcast``) carries no header:
+one MPI message per tree edge.
 
 **A multicast on the wire** (:func:`shuffle_traffic`):
 
@@ -83,6 +86,9 @@ from mpi_coded.rates import format_rate, parse_rate
 
 HEADER_BYTES = 64
 """The runtime's message header: 8 int64 words (``runtime.core.wire.HEADER_WORDS``)."""
+INLINE_BYTES = 4032
+"""The largest payload the runtime sends inline, in the header's message
+(``runtime.core.wire.INLINE_BYTES``)."""
 META_WORDS = 14
 """float64 words of the elastic machines' statistics record (``records.TASK_META``: 8
 statistics and 6 link counters)."""
@@ -246,10 +252,15 @@ class Traffic:
         if copies:
             self.copies[(src, dst)] += int(copies)
 
-    def message(self, src: int, dst: int, values: int | None, itemsize: int) -> None:
-        """One runtime message: a header, and a payload of ``values`` unless None."""
+    def message(self, src: int, dst: int, values: int | None, itemsize: int,
+                inline: bool = True) -> None:
+        """One runtime message: a header, and a payload of ``values`` unless None (inline
+        when it fits :data:`INLINE_BYTES` and ``inline``: one MPI message, the payload
+        padded to whole int64 words)."""
         if values is None:
             self.add(src, dst, HEADER_BYTES, 1)
+        elif inline and values * itemsize <= INLINE_BYTES:
+            self.add(src, dst, HEADER_BYTES + -(-values * itemsize // 8) * 8, 1, copies=1)
         else:
             self.add(src, dst, HEADER_BYTES + values * itemsize, 2, copies=1)
 
@@ -384,14 +395,14 @@ def shuffle_traffic(plan: ShufflePlan, itemsize: int, multicast: str = "p2p",
     for mc in plan.multicasts:
         if multicast == "p2p":
             for k in mc.receivers:
-                t.message(rank_of(mc.sender), rank_of(k), mc.length, itemsize)
+                t.message(rank_of(mc.sender), rank_of(k), mc.length, itemsize, inline=False)
             continue
         root = mc.group.index(mc.sender)
         for a, b in bcast_edges(len(mc.group), root, bcast_tree):
             t.add(rank_of(mc.group[a]), rank_of(mc.group[b]), mc.length * itemsize, 1,
                   copies=1)
     for u in plan.unicasts:
-        t.message(rank_of(u.sender), rank_of(u.receiver), u.size, itemsize)
+        t.message(rank_of(u.sender), rank_of(u.receiver), u.size, itemsize, inline=False)
     return t
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from mpi_coded.cec.cyclic import cyclic_loads, cyclic_sets
 from mpi_coded.cec.filling import RowSet, filling_int
@@ -47,6 +47,8 @@ def filled_sets(num: Mapping[int, int], lp: int, denom: int, rows: int | None
 class Heterogeneous(ElasticPolicy):
     """The optimal load (A.3; A.5 in rows) and the filling algorithm (A.4)."""
 
+    uses_prev: ClassVar[bool] = False
+
     def loads(self, speeds: Mapping[int, Fraction], lp: int, rows: int | None
               ) -> tuple[Mapping[int, int], int]:
         """``(num, denom)``: the optimal load ``num[n] / denom`` of a block (A.3, A.5)."""
@@ -65,6 +67,8 @@ class Heterogeneous(ElasticPolicy):
 class TransitionAware(Heterogeneous):
     """The loads of ``heterogeneous``, row sets laid out against the previous plan (A.6)."""
 
+    uses_prev: ClassVar[bool] = True
+
     def assign(self, speeds: Mapping[int, Fraction], lp: int, available: tuple[int, ...],
                rows: int | None, prev: StepPlan | None) -> Assignment:
         num, denom = self.loads(speeds, lp, rows)
@@ -76,6 +80,8 @@ class TransitionAware(Heterogeneous):
 @dataclass(frozen=True, eq=False)
 class Cyclic(ElasticPolicy):
     """The homogeneous baseline (A.6): ``L + S`` cyclic shifts, equal loads."""
+
+    uses_prev: ClassVar[bool] = False
 
     def assign(self, speeds: Mapping[int, Fraction], lp: int, available: tuple[int, ...],
                rows: int | None, prev: StepPlan | None) -> Assignment:

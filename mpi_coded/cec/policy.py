@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from mpi_coded.cec.filling import RowSet
 from mpi_coded.cec.optimal_load import int_speeds
@@ -72,6 +72,9 @@ class ElasticPolicy:
     :class:`mpi_coded.runtime.cec.steps.Steps`)."""
     plans_row_sets: bool = True
     """It plans row sets of coded blocks (``mpi-coded plan cec`` prints them)."""
+    uses_prev: ClassVar[bool] = True
+    """Its plan depends on ``prev``, the previous step's (the master's cache of the package's
+    own policies' plans, :class:`mpi_coded.cec.plan.PlanCache`, then keys on it)."""
 
     def __repr__(self) -> str:
         return f"<policy {self.name}>"

@@ -31,7 +31,7 @@ from mpi_coded.analysis.network import elastic_setup_traffic, elastic_step_traff
 from mpi_coded.cec.data import encode_blocks, encode_matrix
 from mpi_coded.cec.decode import StepDecoder, decode_parts, decode_step
 from mpi_coded.cec.estimate import step_time
-from mpi_coded.cec.plan import StepPlan, make_plan
+from mpi_coded.cec.plan import PlanCache, StepPlan
 from mpi_coded.cec.suspects import StepSuspects
 from mpi_coded.cec.waste import transition_waste
 from mpi_coded.cec.workloads import WORKLOADS
@@ -114,6 +114,7 @@ class CodedSteps(Steps):
             self.prods.append(Product(xt, Rt,
                                       StepDecoder(self.decoder, fld, cfg.L, Rt), per_step))
         self.prev: list[StepPlan | None] = [None] * per_step
+        self.plans = PlanCache()  # the step's plan and its oracle, each solved once
         self.sus = StepSuspects((), (), (), ())
         self.env: list[int] = []
 
@@ -175,8 +176,8 @@ class CodedSteps(Steps):
 
     def make(self, avail: list[int], S: int, prev: StepPlan | None,
              R: int | None = None) -> StepPlan:
-        return make_plan(self.cfg.policy, self.cl.plan_speeds(), self.cfg.L, avail,
-                         rows=R or self.cfg.rows_per_block, S=S, prev=prev)
+        return self.plans.plan(self.cfg.policy, self.cl.plan_speeds(), self.cfg.L, avail,
+                               rows=R or self.cfg.rows_per_block, S=S, prev=prev)
 
     def predict(self, plan: StepPlan, R: int) -> float:
         """Seconds the plan should take, as far as the master knows the speeds."""
@@ -295,8 +296,8 @@ class CodedSteps(Steps):
             warn(f"step {f.t}: real compute exceeded the throttle target on machines {over}; "
                  "the speeds are not what the config says")
         true = self.cl.true_speeds(f.t, self.env)
-        oracle = make_plan(plan.policy, true, cfg.L, plan.available, rows=R, S=plan.S,
-                           prev=f.prev)
+        oracle = self.plans.plan(plan.policy, true, cfg.L, plan.available, rows=R, S=plan.S,
+                                 prev=f.prev)
         return self.step_record(
             f.t, self.env, Clock(f.start, f.collected, f.decoded), att.metas, err, f.speeds,
             float(oracle.time) * R * cfg.t_row,

@@ -26,6 +26,7 @@ baseline's rows of ``X`` moved as the split changes.  A workload of two products
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 
@@ -47,7 +48,10 @@ from mpi_coded.runtime.core.faults import at_phase
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.peers import MasterLink
-from mpi_coded.runtime.core.wait import deadline_in, sleep_until, wait_all
+from mpi_coded.runtime.core.wait import POLICY, OrderClock, deadline_in, sleep_until, wait_all
+
+PROFILE_ENV = "MPI_CODED_PROFILE_MACHINES"
+"""A directory: each machine runs under :mod:`cProfile` and writes ``machine_<n>.prof`` there."""
 
 ORDERS = {P.Kind.TASK, P.Kind.IDLE, P.Kind.STOP, P.Kind.CUT, P.Kind.MOVES}
 
@@ -68,6 +72,7 @@ class Machine:
         self.per_step = WORKLOADS.lookup(cfg.workload).products
         self._speed: tuple[int, float] = (-1, 1.0)  # (step, speed) cache of speed()
         self.idle_clock = IdleClock()
+        self.orders = OrderClock()  # when the next step's order is due
         self.idle_steps: list[int] = []  # steps this machine idled
         self.rows_done: dict[int, int] = {}  # rows computed per step
         # link counters (runtime/core/linkstats.py) at the end of the last activity (setup,
@@ -89,17 +94,25 @@ class Machine:
         return self._speed[1]
 
     def next_order(self, kinds: set[P.Kind] = ORDERS, step: int | None = None,
-                   what: str = "the master's next order") -> Msg:
+                   what: str = "the master's next order", active: bool = False) -> Msg:
         if self.pending:
             msg = self.pending.popleft()
             h = msg[0]
             if h.kind not in kinds or (step is not None and h.step != step):
                 raise P.WireError(f"unexpected {h.kind.name} (step {h.step}) from the master "
                                   f"while waiting for {what}")
+            self.orders.arrived(h.step)
             return msg
-        # preempted (after IDLE, until the next order): wait with the dormant cap
-        return self.master.recv(kinds, step, self.cfg.timeout_s, what,
-                                dormant=self.idle_clock.since is not None)
+        # preempted (after IDLE, until the next order): sleeps up to the dormant cap; the
+        # next step's order is due about one period after this step's (OrderClock)
+        dormant = self.idle_clock.since is not None
+        backoff = None if active else self.orders.backoff(
+            POLICY.dormant_sleep if dormant else POLICY.idle_sleep)
+        msg = self.master.recv(kinds, step, self.cfg.timeout_s, what, dormant=dormant,
+                               active=active, backoff=backoff)
+        if msg[0].kind in ORDERS:
+            self.orders.arrived(msg[0].step)
+        return msg
 
     def cut(self, step: int, attempt: int) -> bool:
         """Whether a CUT for (step, attempt) has arrived (never blocks; keeps other orders)."""
@@ -250,7 +263,7 @@ class Machine:
                              payload[:, -1].max() > base + self.block.shape[0] or
                              (payload[:, -1] < payload[:, -2]).any()):
             raise P.WireError(f"row ranges out of bounds: {payload.tolist()}")
-        _, w = self.next_order({P.Kind.VECTOR}, step, "w_t")
+        _, w = self.next_order({P.Kind.VECTOR}, step, "w_t", active=True)  # sent with TASK
         want = (int((payload[:, -1] - payload[:, -2]).sum()),) \
             if self.store.transposed(step) else (self.block.shape[1],)
         if w is None or w.shape != want:
@@ -284,4 +297,14 @@ def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, store: type[Machi
         machine, store = stored.machine, DiskStore
     m = Machine(cfg, comm, faults, store, machine)
     m.stored = stored
-    m.run(phase)
+    where = os.environ.get(PROFILE_ENV)
+    if not where:
+        m.run(phase)
+        return
+    import cProfile  # each machine's own profile, for scripts/bench_scale.py --profile
+
+    prof = cProfile.Profile()
+    try:
+        prof.runcall(m.run, phase)
+    finally:
+        prof.dump_stats(os.path.join(where, f"machine_{m.rank}.prof"))

@@ -228,7 +228,7 @@ class ShuffleTransfer:
             self.multicast_values += mc.length
             for k in mc.receivers:
                 self._sending((k,), P.isend(self.comm, rank_of(k), P.Kind.MULTICAST,
-                                            self.rep, payload, aux=i))
+                                            self.rep, payload, aux=i, inline=False))
                 self.bytes_sent += int(payload.nbytes)
         for i in uc_send:
             u = self.plan.unicasts[i]
@@ -236,7 +236,8 @@ class ShuffleTransfer:
             self._keep.append(vec)
             self.unicast_values += u.size
             self._sending((u.receiver,), P.isend(self.comm, rank_of(u.receiver),
-                                                 P.Kind.UNICAST, self.rep, vec, aux=i))
+                                                 P.Kind.UNICAST, self.rep, vec, aux=i,
+                                                 inline=False))
             self.bytes_sent += int(vec.nbytes)
 
     def _broadcast(self) -> None:

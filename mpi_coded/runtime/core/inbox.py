@@ -15,7 +15,7 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.runtime.core import wire
-from mpi_coded.runtime.core.wait import poll_until
+from mpi_coded.runtime.core.wait import Backoff, poll_until
 
 Msg = tuple[wire.Header, np.ndarray | None]
 
@@ -42,6 +42,8 @@ class Inbox:
         buf = self._buf
         self._req = self._buf = None
         h = wire.parse_header(buf, self.name, expect, step)
+        if h.inline:
+            return h, wire.inline_payload(h, buf)
         return h, wire.recv_payload(self.comm, h, deadline, self.source)
 
     def test(self, expect: Collection[wire.Kind], step: int | None, deadline: float
@@ -52,9 +54,11 @@ class Inbox:
         return self.take(expect, step, deadline)
 
     def recv(self, expect: Collection[wire.Kind], step: int | None, deadline: float,
-             what: str, dormant: bool = False) -> Msg:
+             what: str, dormant: bool = False, active: bool = False,
+             backoff: Backoff | None = None) -> Msg:
         """Wait politely for the next message (``dormant``: with the dormant cap,
-        :data:`mpi_coded.runtime.core.wait.DORMANT_SLEEP`)."""
+        :data:`mpi_coded.runtime.core.wait.DORMANT_SLEEP`; ``active``: one due now, with
+        the active cap; ``backoff``: this one)."""
         got: list[Msg] = []
 
         def test() -> bool:
@@ -63,7 +67,7 @@ class Inbox:
                 got.append(r)
             return bool(got)
 
-        poll_until(test, deadline, what, dormant=dormant)
+        poll_until(test, deadline, what, active=active, dormant=dormant, backoff=backoff)
         return got[0]
 
     def forget(self) -> None:

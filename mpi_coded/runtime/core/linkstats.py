@@ -105,11 +105,25 @@ class LinkReader:
     def __init__(self, iface: str | None = None, proc: Path = PROC_NET_DEV,
                  sys: Path = SYS_NET) -> None:
         self.iface, self.proc, self.sys = iface, proc, sys
+        self._fd: int | None = None  # ``proc`` kept open: a read is one pread (once a task)
+
+    def _proc_text(self) -> str:
+        if self._fd is None:
+            self._fd = os.open(self.proc, os.O_RDONLY)
+        chunks, off = [], 0
+        while chunk := os.pread(self._fd, 1 << 16, off):
+            chunks.append(chunk)
+            off += len(chunk)
+        return b"".join(chunks).decode(errors="replace")
+
+    def __del__(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
 
     def interfaces(self) -> dict[str, Counters]:
         """Every interface this process sees (empty when neither source can be read)."""
         try:
-            found = parse_net_dev(self.proc.read_text())
+            found = parse_net_dev(self._proc_text())
             if found:
                 return found
         except OSError:

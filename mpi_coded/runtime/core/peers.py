@@ -35,7 +35,7 @@ from mpi4py import MPI
 
 from mpi_coded.runtime.core import ulfm, wire
 from mpi_coded.runtime.core.inbox import Inbox, Msg
-from mpi_coded.runtime.core.wait import POLICY, DeadlineExceeded, deadline_in, wait_all
+from mpi_coded.runtime.core.wait import POLICY, Backoff, DeadlineExceeded, deadline_in, wait_all
 
 MASTER = 0
 _ANY = frozenset(wire.Kind)  # parse any kind; the caller checks what it expects
@@ -288,6 +288,10 @@ class MasterLink:
         self.send(wire.Kind.READY, 0, _host_bytes(), timeout=timeout)
 
     def recv(self, expect: Collection[wire.Kind], step: int | None, timeout: float,
-             what: str, dormant: bool = False) -> Msg:
-        """The master's next message (``dormant``: this rank has no part until it comes)."""
-        return self.inbox.recv(expect, step, deadline_in(timeout), what, dormant)
+             what: str, dormant: bool = False, active: bool = False,
+             backoff: Backoff | None = None) -> Msg:
+        """The master's next message (``dormant``: this rank has no part until it comes;
+        ``active``: it is due now, the second message of an order; ``backoff``: this
+        one, an expected order's)."""
+        return self.inbox.recv(expect, step, deadline_in(timeout), what, dormant, active,
+                               backoff)

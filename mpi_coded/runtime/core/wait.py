@@ -40,11 +40,19 @@ cap when that is longer): it wakes about 200 times a second instead of 1000, so 
 share stays near 1% even where a wake-up costs 20-70 us (a Test of MPICH's progress
 engine; 2.0-2.3% of the idle wall here and 5.1% once in CI with the 1 ms cap).  The price is
 that a machine coming back from preemption notices its TASK at most 5 ms late.
+
+An elastic machine *expects* its next order (:class:`OrderClock`, :class:`Expecting`): the
+master orders every machine once a step, so the next step's order comes about one period
+after this step's.  Until then the machine sleeps in a few halving steps (no run of 10 us
+sleeps after each answer: on 64 ranks and 2 cores those wake-ups took the cores from the
+work), and near it polls at the active cap where the node is not much oversubscribed.  No
+sleep is longer than the cap it would have had, so the bounds above hold.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -100,6 +108,68 @@ class Backoff:
         self.delay = min(self.hi, self.delay * 2)
 
 
+class Expecting(Backoff):
+    """The backoff of a wait for an order due at ``due`` (``time.perf_counter`` seconds;
+    :class:`OrderClock`).
+
+    Until ``due`` it sleeps half the time left (at most ``hi``, at least ``near``), so a few
+    wake-ups reach ``due`` (no run of short first sleeps, as nothing is expected yet: on 64
+    ranks and 2 cores those were most of the machines' wake-ups), and an order earlier than
+    expected waits at most half the time that was left; from ``due`` on, for ``window``
+    seconds, at ``near``; then at ``hi``.  No sleep is longer than ``hi`` (the idle or the
+    dormant cap): an order that comes early is noticed at most one cap late, as without an
+    expectation.
+    """
+
+    def __init__(self, due: float, window: float, hi: float | None = None,
+                 near: float | None = None) -> None:
+        super().__init__(hi=hi)
+        self.due, self.window = due, window
+        self.near = POLICY.near_sleep if near is None else near
+
+    def sleep(self) -> None:
+        left = self.due - time.perf_counter()
+        if left > 0:  # half the time left: an early order costs at most half of it
+            time.sleep(min(self.hi, max(self.near, left / 2)))
+        elif -left < self.window:
+            time.sleep(min(self.hi, self.near))
+        else:
+            time.sleep(self.hi)
+
+
+EXPECT_EARLY = 0.8
+"""An expected order is due after this fraction of the shortest recent period."""
+EXPECT_PERIODS = 4
+"""Periods (from one step's order to the next step's) an :class:`OrderClock` remembers."""
+
+
+class OrderClock:
+    """When a worker's next order is due: the master orders every worker once a step (a
+    task, or idle), so the next order comes about one period after the last, learned from
+    the periods between the orders of consecutive steps (the shortest recent one)."""
+
+    def __init__(self) -> None:
+        self.periods: deque[float] = deque(maxlen=EXPECT_PERIODS)
+        self.last: tuple[int, float] | None = None  # (step, when) of the last new step's order
+
+    def arrived(self, step: int) -> None:
+        """An order for ``step`` has come (a later one of the same step changes nothing)."""
+        now = time.perf_counter()
+        if self.last is not None and step <= self.last[0]:
+            return
+        if self.last is not None and step == self.last[0] + 1:
+            self.periods.append(now - self.last[1])
+        self.last = (step, now)
+
+    def backoff(self, hi: float) -> Backoff | None:
+        """The wait for the next order (:class:`Expecting`, sleeps capped at ``hi``), or None
+        before two periods are known."""
+        if self.last is None or len(self.periods) < 2:
+            return None
+        period = min(self.periods)
+        return Expecting(self.last[1] + EXPECT_EARLY * period, window=period, hi=hi)
+
+
 @dataclass
 class WaitPolicy:
     """The resolved strategy of this rank (``polite`` or ``busy``) and its sleep caps."""
@@ -111,12 +181,21 @@ class WaitPolicy:
     ranks_on_node: int = 1
     cores: int = 1
 
+    @property
+    def near_sleep(self) -> float:
+        """The cap near an expected order (:class:`Expecting`): the active cap where the
+        node is not much oversubscribed (its idle cap is the least, ``MAX_SLEEP``), else
+        the idle cap (dozens of ranks polling fast would take the cores from the work)."""
+        return self.active_sleep if self.idle_sleep <= MAX_SLEEP else self.idle_sleep
+
     def backoff(self, active: bool = False, dormant: bool = False) -> Backoff:
         """A backoff for one wait; ``active``: this rank expects answers now; ``dormant``:
         it has no part until its next order (ignored when ``active``)."""
         if active:
             return Backoff(hi=0.0 if self.mode == "busy" else self.active_sleep)
-        return Backoff(hi=self.dormant_sleep if dormant else self.idle_sleep)
+        if dormant:  # nothing is due soon: no short first sleeps
+            return Backoff(lo=self.idle_sleep, hi=self.dormant_sleep)
+        return Backoff(hi=self.idle_sleep)
 
     def to_dict(self) -> dict[str, float | int | str]:
         """What this rank resolved (for a results file's config line)."""
@@ -169,10 +248,11 @@ def deadline_in(seconds: float) -> float:
 
 
 def poll_until(test: Callable[[], bool], deadline: float, what: str,
-               active: bool = False, dormant: bool = False) -> None:
+               active: bool = False, dormant: bool = False,
+               backoff: Backoff | None = None) -> None:
     """Call ``test()`` with backoff sleeps until it returns True or time runs out
-    (:meth:`WaitPolicy.backoff` for ``active`` and ``dormant``)."""
-    backoff = POLICY.backoff(active, dormant)
+    (``backoff``, default :meth:`WaitPolicy.backoff` for ``active`` and ``dormant``)."""
+    backoff = backoff or POLICY.backoff(active, dormant)
     while not test():
         if time.monotonic() > deadline:
             raise DeadlineExceeded(f"timed out waiting for {what}")

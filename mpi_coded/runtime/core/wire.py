@@ -6,6 +6,14 @@ payload: a contiguous numpy array sent with buffer-based ``Isend``/``Irecv``
 
     [MAGIC, kind, step, dtype code, ndim, shape0, shape1, aux]
 
+A payload of at most :data:`INLINE_BYTES` travels *inline*: its bytes follow the 8 words in
+the header's own MPI message (the dtype code word carries :data:`INLINE`), so a small
+order or answer is one MPI message, not two, and its receiver takes it whole with the
+header, without a second receive and its wait.  Receivers of headers post a buffer of
+:data:`HEADER_CAPACITY` words for that (:func:`post_header`); senders whose receiver posts
+the header and the payload receives itself, of known sizes (the coded job's shuffle), pass
+``inline=False``.
+
 Receivers check magic, kind, step and shape, so an unexpected or malformed
 message fails loudly instead of being misread.  Every wait is polite and has
 a deadline (:mod:`mpi_coded.runtime.core.wait`).  Statistics travel as named
@@ -26,6 +34,13 @@ from mpi_coded.runtime.core.wait import poll_until, wait_all
 
 MAGIC = 0x4D5043  # "MPC"
 HEADER_WORDS = 8
+INLINE_BYTES = 4032
+"""The largest payload sent inline, in the header's message: with the header 4096 bytes,
+within every MPI's eager limit (Open MPI's shared-memory one is 4 KiB)."""
+HEADER_CAPACITY = HEADER_WORDS + INLINE_BYTES // 8
+"""int64 words of a posted header receive: the header and the largest inline payload."""
+INLINE = 0x40
+"""Added to the dtype code word: the payload follows the header in its message."""
 TAG_HEADER = 11
 TAG_PAYLOAD = 12
 
@@ -84,6 +99,7 @@ class Header:
     dtype: np.dtype | None
     shape: tuple[int, ...]
     aux: int
+    inline: bool = False  # the payload came in the header's message
 
 
 def _header(kind: Kind, step: int, arr: np.ndarray | None, aux: int) -> np.ndarray:
@@ -101,10 +117,19 @@ def _header(kind: Kind, step: int, arr: np.ndarray | None, aux: int) -> np.ndarr
 
 
 def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
-          arr: np.ndarray | None = None, aux: int = 0) -> list[MPI.Request]:
-    """Start sending one message; returns the requests to wait for."""
+          arr: np.ndarray | None = None, aux: int = 0, *,
+          inline: bool = True) -> list[MPI.Request]:
+    """Start sending one message; returns the requests to wait for.  A payload of at most
+    :data:`INLINE_BYTES` goes in the header's message unless ``inline`` is False."""
     payload = None if arr is None else np.ascontiguousarray(arr.view(np.ndarray))
     h = _header(kind, step, payload, aux)
+    if inline and payload is not None and payload.nbytes <= INLINE_BYTES:
+        h[3] += INLINE
+        msg = np.zeros(HEADER_WORDS + -(-payload.nbytes // 8), dtype=np.int64)
+        msg[:HEADER_WORDS] = h
+        msg.view(np.uint8)[8 * HEADER_WORDS: 8 * HEADER_WORDS + payload.nbytes] = \
+            payload.reshape(-1).view(np.uint8)
+        h, payload = msg, None
     reqs: list[MPI.Request] = []
     try:
         reqs.append(comm.Isend(h, dest=dest, tag=TAG_HEADER))
@@ -124,8 +149,8 @@ def send(comm: MPI.Comm, dest: int, kind: Kind, step: int, arr: np.ndarray | Non
 
 
 def post_header(comm: MPI.Comm, source: int) -> tuple[MPI.Request, np.ndarray]:
-    """Post a receive for the next header from ``source``."""
-    buf = np.zeros(HEADER_WORDS, dtype=np.int64)
+    """Post a receive for the next header from ``source`` (room for an inline payload)."""
+    buf = np.zeros(HEADER_CAPACITY, dtype=np.int64)
     return comm.Irecv(buf, source=source, tag=TAG_HEADER), buf
 
 
@@ -148,13 +173,27 @@ def parse_header(buf: np.ndarray, source: int, expect: Collection[Kind],
     ndim = int(buf[4])
     if ndim not in (0, 1, 2):
         raise WireError(f"malformed header from rank {source}: ndim {ndim}")
-    dtype = _DTYPES.get(int(buf[3])) if ndim else None
+    code = int(buf[3])
+    inline = bool(ndim) and code & INLINE == INLINE
+    dtype = _DTYPES.get(code - INLINE if inline else code) if ndim else None
     if ndim and dtype is None:
-        raise WireError(f"malformed header from rank {source}: dtype code {int(buf[3])}")
+        raise WireError(f"malformed header from rank {source}: dtype code {code}")
     shape = tuple(int(x) for x in buf[5:5 + ndim])
     if any(s < 0 for s in shape):
         raise WireError(f"malformed header from rank {source}: shape {shape}")
-    return Header(source, kind, int(buf[2]), dtype, shape, int(buf[7]))
+    if inline and (dtype is None or int(np.prod(shape)) * dtype.itemsize > INLINE_BYTES
+                   or len(buf) < HEADER_CAPACITY):
+        raise WireError(f"malformed header from rank {source}: inline payload of shape "
+                        f"{shape} does not fit {INLINE_BYTES} bytes")
+    return Header(source, kind, int(buf[2]), dtype, shape, int(buf[7]), inline)
+
+
+def inline_payload(h: Header, buf: np.ndarray) -> np.ndarray:
+    """The payload that came inline after header ``h`` in ``buf`` (a copy)."""
+    assert h.dtype is not None and h.inline
+    n = int(np.prod(h.shape)) * h.dtype.itemsize
+    raw = buf.view(np.uint8)[8 * HEADER_WORDS: 8 * HEADER_WORDS + n]
+    return raw.view(h.dtype).reshape(h.shape).copy()
 
 
 def recv_payload(comm: MPI.Comm, h: Header, deadline: float,
