@@ -213,9 +213,10 @@ class CodedSteps(Steps):
     def order(self, f: Flight, w: np.ndarray) -> None:
         links = self.cl.links
         f.tasks = task_tables(f.plan, self.cfg.S > 0)
-        for n in f.plan.available:
+        vector = P.pack(P.Kind.VECTOR, f.vstep, w)  # the same w_t to each, packed once
+        for n in f.plan.available:  # a machine's w_t right behind its TASK (it awaits it)
             f.reqs += links.isend(n, P.Kind.TASK, f.vstep, f.tasks[n], aux=f.attempt)
-            f.reqs += links.isend(n, P.Kind.VECTOR, f.vstep, w)
+            f.reqs += links.isend_packed(n, vector)
         if f.attempt == 0:
             for n in f.idle:
                 f.reqs += links.isend(n, P.Kind.IDLE, f.vstep)

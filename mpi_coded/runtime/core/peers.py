@@ -97,6 +97,12 @@ class Peers:
         comm, dest = self.link[r]
         return wire.isend(comm, dest, kind, step, arr, aux)
 
+    def isend_packed(self, r: int, packed: tuple[np.ndarray, np.ndarray | None]
+                     ) -> list[MPI.Request]:
+        """Start sending peer ``r`` a message :func:`wire.pack` made."""
+        comm, dest = self.link[r]
+        return wire.isend_packed(comm, dest, packed)
+
     def disconnect(self, timeout: float) -> None:
         """Disconnect from the peers spawned later (so that they may finalize), each within
         ``timeout`` (a peer that does not take part is left: this process ends anyway)."""
@@ -137,10 +143,11 @@ class Peers:
 
     def send(self, who: Iterable[int], kind: wire.Kind, step: int,
              arr: np.ndarray | None = None, aux: int = 0) -> list[MPI.Request]:
-        """Start sending the same message to each of ``who``."""
+        """Start sending the same message to each of ``who`` (packed once)."""
+        packed = wire.pack(kind, step, arr, aux)
         reqs: list[MPI.Request] = []
         for r in self.alive(who):
-            reqs += self.isend(r, kind, step, arr, aux)
+            reqs += self.isend_packed(r, packed)
         return reqs
 
     def order(self, who: Iterable[int], kind: wire.Kind, step: int, aux: int,

@@ -116,11 +116,10 @@ def _header(kind: Kind, step: int, arr: np.ndarray | None, aux: int) -> np.ndarr
     return h
 
 
-def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
-          arr: np.ndarray | None = None, aux: int = 0, *,
-          inline: bool = True) -> list[MPI.Request]:
-    """Start sending one message; returns the requests to wait for.  A payload of at most
-    :data:`INLINE_BYTES` goes in the header's message unless ``inline`` is False."""
+def pack(kind: Kind, step: int, arr: np.ndarray | None = None, aux: int = 0, *,
+         inline: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """One message's buffers: the header (with the payload inline when it is at most
+    :data:`INLINE_BYTES` and ``inline``), and the payload sent after it, or None."""
     payload = None if arr is None else np.ascontiguousarray(arr.view(np.ndarray))
     h = _header(kind, step, payload, aux)
     if inline and payload is not None and payload.nbytes <= INLINE_BYTES:
@@ -129,7 +128,14 @@ def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
         msg[:HEADER_WORDS] = h
         msg.view(np.uint8)[8 * HEADER_WORDS: 8 * HEADER_WORDS + payload.nbytes] = \
             payload.reshape(-1).view(np.uint8)
-        h, payload = msg, None
+        return msg, None
+    return h, payload
+
+
+def isend_packed(comm: MPI.Comm, dest: int, packed: tuple[np.ndarray, np.ndarray | None]
+                 ) -> list[MPI.Request]:
+    """Start sending a message :func:`pack` made (the same buffers may go to many)."""
+    h, payload = packed
     reqs: list[MPI.Request] = []
     try:
         reqs.append(comm.Isend(h, dest=dest, tag=TAG_HEADER))
@@ -139,6 +145,14 @@ def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
         if not ulfm.is_failure(exc):
             raise
     return reqs
+
+
+def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
+          arr: np.ndarray | None = None, aux: int = 0, *,
+          inline: bool = True) -> list[MPI.Request]:
+    """Start sending one message; returns the requests to wait for.  A payload of at most
+    :data:`INLINE_BYTES` goes in the header's message unless ``inline`` is False."""
+    return isend_packed(comm, dest, pack(kind, step, arr, aux, inline=inline))
 
 
 def send(comm: MPI.Comm, dest: int, kind: Kind, step: int, arr: np.ndarray | None = None,
