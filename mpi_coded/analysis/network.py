@@ -79,7 +79,6 @@ from mpi_coded.cec.uncoded import MASTER, Layout, Move, moves, uncoded_split
 from mpi_coded.coded.mapend import MapEnd, map_end
 from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.placement import Placement, build_placement, rank_of
-from mpi_coded.coded.schemes import get
 from mpi_coded.coded.shuffle import ShufflePlan, shuffle_plan
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.rates import format_rate, parse_rate
@@ -560,6 +559,8 @@ def price(phases: Mapping[str, Traffic], net: Network) -> dict[str, PhaseCost]:
 def uc_reference(p: CodedParams) -> CodedParams:
     """The uncoded job at ``p``'s ``K``, ``q``, ``mu``, ``m``, ``n``, ``N``, in ``p``'s
     field (so that the ratios compare values of one size)."""
+    from mpi_coded.coded.schemes import get  # the schemes' codes bring numba: when used
+
     uc = get("uc")
     return runnable_params(CodedParams(uc, p.K, p.q, p.mu, p.m, p.n, p.N, 1, p.field_name))
 

@@ -31,7 +31,14 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+ELASTIC_RUN = ("run", "cec")
+"""The command every rank of an elastic job parses: :func:`build_parser` builds it alone."""
+
+
+def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or, with ``only == ELASTIC_RUN``, ``run cec`` alone: every
+    rank of an elastic job parses its arguments, and the other subcommands' modules bring
+    the coded schemes and numba (about half a second of each rank's start)."""
     parser = OneLineParser(
         prog="mpi-coded",
         description="A real MPI cluster for coded distributed computing: coded elastic "
@@ -47,6 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "MPI_CODED_PLUGINS and the 'mpi_coded.plugins' entry points; "
                              "docs/architecture.md#plugins)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    if only == ELASTIC_RUN:
+        from mpi_coded.cli import cec as cec_commands
+
+        run = sub.add_parser("run", help="run a job under mpiexec")
+        run_sub = run.add_subparsers(dest="run_kind", required=True,
+                                     parser_class=OneLineParser)
+        cec_commands.register_run(run_sub)
+        return parser
 
     from mpi_coded.cli import analysis as analysis_commands
     from mpi_coded.cli import cec as cec_commands
@@ -103,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Every rank fails the same check; rank 0 (or a process outside MPI) says so.
         rest = load_plugins(sys.argv[1:] if argv is None else list(argv))
-        parser = build_parser()
+        parser = build_parser(ELASTIC_RUN if tuple(rest[:2]) == ELASTIC_RUN else None)
         args = parser.parse_args(rest)
         rc = int(args.func(args) or 0)
         sys.stdout.flush()  # a reader gone shows here, not in the interpreter's exit

@@ -31,7 +31,6 @@ from mpi_coded.codes.prices import (
     Price,
     parse_key,
 )
-from mpi_coded.gf_kernels import product_ns
 
 Table = CostTable | Mapping[str, float] | Mapping[Price, float] | None
 """What :func:`price` and the cost rules take: a :class:`CostTable`, a mapping of some of
@@ -128,7 +127,7 @@ def product(field: str, rows: int, inner: int, cols: int, blocked: bool = False
                 Work(Kernel.gf(field, FieldOp.THIN_OPERAND), float(inner) * cols), call()]
     return [Work(Kernel.gf(field, FieldOp.MATMUL), macs),
             Work(Kernel.gf(field, FieldOp.PRODUCT),
-                 product_ns(rows, inner, cols, _degree(field))), call()]
+                 _product_ns(rows, inner, cols, _degree(field))), call()]
 
 
 def map_product(field: str, rows: int, n: int, N: int) -> list[Work]:
@@ -139,8 +138,16 @@ def map_product(field: str, rows: int, n: int, N: int) -> list[Work]:
     cache-sized operands, does not see (measured ratio: docs/benchmarks.md)."""
     if rows <= THIN_ROWS:
         return product(field, rows, n, N)
-    return [Work(Kernel.gf(field, FieldOp.MAP), product_ns(rows, n, N, _degree(field))),
+    return [Work(Kernel.gf(field, FieldOp.MAP), _product_ns(rows, n, N, _degree(field))),
             call()]
+
+
+def _product_ns(m: int, k: int, n: int, degree: int) -> float:
+    """:func:`mpi_coded.gf_kernels.product_ns`, imported when first priced: the GF kernels
+    bring numba (about a second of every rank's start), which a float64 job never needs."""
+    from mpi_coded.gf_kernels import product_ns
+
+    return product_ns(m, k, n, degree)
 
 
 def inverse(field: str, k: int) -> list[Work]:
