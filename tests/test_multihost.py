@@ -765,6 +765,10 @@ def test_under_slurm_a_machine_killed_is_replaced_and_the_job_completes(work):
             job = r.stdout.strip().split(";")[0]
             fields = _wait_job(env, job, 400)
             log = next(res.glob(f"job-{job}.out")).read_text()
+            if _mpiexec_crashed_at_exit(log, out) and attempt < PRTE_ATTEMPTS:
+                print(f"attempt {attempt}: mpiexec crashed as it ended, after a job that "
+                      "verified every step (Open MPI 5.0.11; PRTE_ATTEMPTS)")
+                continue
             if not _prte_daemon_crashed(log, out):
                 break
             print(f"attempt {attempt}: a PRRTE daemon crashed after the spawn "
@@ -963,10 +967,24 @@ def test_cluster_kill_ends_a_whole_host_and_the_run_names_it(four_hosts, work):
     assert bad.returncode == 2 and "HOST: must be a host of the cluster" in bad.stderr
 
 
-PRTE_ATTEMPTS = 3
+PRTE_ATTEMPTS = 4
 """Open MPI 5.0.11's daemons crashed in 3 of 26 jobs that spawned onto another host
 (docs/elastic.md, "Which MPI, which flags, and why"); a join test across hosts runs
-again when that, and only that, ended its job early."""
+again when that, and only that, ended its job early.  Its ``mpiexec`` also died (SIGSEGV
+or SIGABRT) as it ended after a spawn under SLURM, every step verified and the summary
+written: 3 of 6 runs on 56fcb18, about 1 in 5 on the next commits (the CI run that found
+it failed on it); such a run runs again too (:func:`_mpiexec_crashed_at_exit`)."""
+
+
+def _mpiexec_crashed_at_exit(output: str, out: Path) -> bool:
+    """The job itself ended well (every step verified, its summary says so), and then its
+    ``mpiexec`` died of a signal (a segmentation fault, an abort): Open MPI 5.0.11's, not
+    the job's."""
+    if "Segmentation fault" not in output and "Aborted" not in output:
+        return False
+    lines = _lines_safe(out) if out.exists() else []
+    return bool(lines) and lines[-1].get("kind") == "summary" and \
+        lines[-1].get("all_verified") is True and not lines[-1].get("ended_early")
 
 
 def _prte_daemon_crashed(output: str, out: Path) -> bool:
