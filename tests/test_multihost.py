@@ -972,7 +972,7 @@ PRTE_ATTEMPTS = 4
 (docs/elastic.md, "Which MPI, which flags, and why"); a join test across hosts runs
 again when that, and only that, ended its job early.  Its ``mpiexec`` also died (SIGSEGV
 or SIGABRT) as it ended after a spawn under SLURM, every step verified and the summary
-written: 3 of 6 runs on 56fcb18, about 1 in 5 on the next commits (the CI run that found
+written: 3 of 6 runs on 56fcb18, 5 of 20 on the next commits (the CI run that found
 it failed on it); such a run runs again too (:func:`_mpiexec_crashed_at_exit`)."""
 
 
