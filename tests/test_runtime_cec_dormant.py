@@ -54,15 +54,25 @@ def test_only_a_machine_idled_by_the_master_waits_dormant():
     assert m.idle_clock.wall >= 0 and m.idle_clock.since is None
 
 
-def test_a_machine_expects_the_next_order_once_it_has_seen_two_periods():
+def test_a_machine_expects_the_next_order_once_it_has_seen_a_period():
     m = a_machine()
-    for _ in range(3):  # orders of steps 1, 2, 3: two periods
+    for _ in range(3):  # orders of steps 1, 2, 3: the third is expected after one period
         m.next_order()
     m.idle_clock.start()
     m.next_order()  # dormant: expecting, capped at the dormant cap
     m.idle_clock.stop()
     m.next_order()
     seen = m.master.backoff  # type: ignore[attr-defined]
-    assert seen[:3] == [None, None, None]
-    assert isinstance(seen[3], Expecting) and seen[3].hi == POLICY.dormant_sleep
-    assert isinstance(seen[4], Expecting) and seen[4].hi == POLICY.idle_sleep
+    assert seen[:2] == [None, None]
+    assert all(isinstance(b, Expecting) for b in seen[2:])
+    assert seen[3].hi == POLICY.dormant_sleep and seen[4].hi == POLICY.idle_sleep
+
+
+def test_a_machine_expects_its_first_order_right_after_ready():
+    m = a_machine()
+    m.orders.expect_soon(0.1)  # what Machine.run does after READY
+    m.next_order()
+    m.next_order()  # step 2: no period known yet, nothing expected
+    first, second = m.master.backoff  # type: ignore[attr-defined]
+    assert isinstance(first, Expecting) and first.window == 0.1 and first.hi == POLICY.idle_sleep
+    assert second is None

@@ -137,3 +137,38 @@ def test_inbox_takes_an_inline_payload_whole_with_its_header(arr):
     assert h.inline and (h.source, h.aux) == (2, 1)
     assert payload is not None and payload.dtype == arr.dtype and np.array_equal(payload, arr)
     assert len(comm.posted) == 1  # no payload receive: it came with the header
+
+
+def test_inbox_hands_out_a_bundles_messages_in_order_from_one_receive():
+    sent = _Sent()
+    table = np.array([[0, 40], [60, 80]], dtype=np.int64)
+    w = np.linspace(0.0, 1.0, 100)
+    parts = (wire.pack(Kind.TASK, 3, table, aux=1), wire.pack(Kind.VECTOR, 3, w))
+    assert wire.isend_together(sent, 0, parts) == [1]  # type: ignore[arg-type]
+    comm = _Comm((0, sent.calls[0][0]), (0, header(Kind.STOP, 4)))
+    box = Inbox(comm, 2)  # type: ignore[arg-type]
+    h, got = box.test({Kind.TASK}, 3, deadline_in(30))  # type: ignore[misc]
+    assert (h.kind, h.aux) == (Kind.TASK, 1) and np.array_equal(got, table)
+    assert len(comm.posted) == 1 and len(box.queued) == 1
+    # the VECTOR comes out at the next test, with no receive and no Test of MPI
+    tests = comm.tests
+    with pytest.raises(WireError, match="unexpected VECTOR from rank 2"):
+        box.test({Kind.STOP}, None, deadline_in(30))  # checked as it is handed out
+    assert comm.tests == tests and not box.queued
+    h, _ = box.recv({Kind.STOP}, None, deadline_in(30), "STOP")
+    assert h.kind == Kind.STOP and len(comm.posted) == 2
+
+
+def test_inbox_take_all_gives_every_message_of_a_bundle_unchecked():
+    sent = _Sent()
+    y = np.arange(60, dtype=np.uint16)
+    meta = np.arange(14, dtype=np.float64)
+    wire.isend_together(sent, 0, (wire.pack(Kind.RESULT, 5, y, aux=2),  # type: ignore[arg-type]
+                                  wire.pack(Kind.META, 5, meta, aux=2)))
+    comm = _Comm((0, sent.calls[0][0]))
+    box = Inbox(comm, 7)  # type: ignore[arg-type]
+    assert box.request().Test()
+    (h1, p1), (h2, p2) = box.take_all(deadline_in(30))
+    assert (h1.kind, h1.source, h2.kind, h2.source, h2.aux) == \
+        (Kind.RESULT, 7, Kind.META, 7, 2)
+    assert np.array_equal(p1, y) and p1.dtype == y.dtype and np.array_equal(p2, meta)

@@ -325,6 +325,20 @@ def test_wait_order_clock_learns_the_shortest_recent_period_of_new_steps(monkeyp
     assert oc.last == (5, 10.040)
 
 
+def test_wait_order_clock_expects_from_one_period_or_a_first_order_due_now(monkeypatch):
+    clock = _Clock(monkeypatch, now=5.0)
+    oc = OrderClock()
+    oc.expect_soon(0.1)
+    b = oc.backoff(1e-3)  # due now: near polls for 0.1 s, then the cap
+    assert isinstance(b, Expecting) and (b.due, b.window, b.hi) == (5.0, 0.1, 1e-3)
+    oc.arrived(1)
+    assert oc.soon is None and oc.backoff(1e-3) is None  # one order: no period yet
+    clock.now = 5.02
+    oc.arrived(2)
+    b = oc.backoff(1e-3)
+    assert isinstance(b, Expecting) and b.due == pytest.approx(5.02 + wait.EXPECT_EARLY * 0.02)
+
+
 @pytest.mark.parametrize("idle,near", [(MAX_SLEEP, ACTIVE_MAX_SLEEP), (8e-3, 8e-3)])
 def test_wait_near_an_expected_order_polls_fast_only_where_the_node_is_not_crowded(idle, near):
     POLICY.idle_sleep, POLICY.active_sleep = idle, ACTIVE_MAX_SLEEP

@@ -212,3 +212,52 @@ def test_wire_over_mpi_errors_name_the_sender_and_leave_the_link_usable():
         "malformed header from rank 1: bad magic 0xbad",  # the garble fault's header
     ]
     assert out["worker"] == "unexpected IDLE from rank 0 (expected STOP)"
+
+
+def test_a_bundle_carries_its_messages_in_order_in_one_buffer():
+    table = np.array([[0, 7]], dtype=np.int64)
+    w = np.arange(13, dtype=np.uint8)  # not a whole number of words: padded
+    parts = [wire.pack(Kind.TASK, 2, table, aux=3), wire.pack(Kind.VECTOR, 2, w),
+             wire.pack(Kind.IDLE, 2)]
+    msg, payload = wire.bundle(parts)  # type: ignore[misc]
+    assert payload is None and len(msg) == 8 + 2 + 8 + 2 + 8
+    buf = np.zeros(wire.HEADER_CAPACITY, dtype=np.int64)
+    buf[:len(msg)] = msg
+    got = wire.unbundle(buf, 4)
+    assert [(h.kind, h.step, h.aux, h.source) for h, _ in got] == \
+        [(Kind.TASK, 2, 3, 4), (Kind.VECTOR, 2, 0, 4), (Kind.IDLE, 2, 0, 4)]
+    assert np.array_equal(got[0][1], table) and np.array_equal(got[1][1], w)
+    assert got[2][1] is None
+    # the first header alone reads as the bundle's first message (MORE set in its word 3)
+    assert wire.parse_header(buf, 4, {Kind.TASK}, 2).kind == Kind.TASK
+    # one message alone: unbundle gives it
+    one = np.zeros(wire.HEADER_CAPACITY, dtype=np.int64)
+    one[:len(parts[1][0])] = parts[1][0]
+    assert [h.kind for h, _ in wire.unbundle(one, 4)] == [Kind.VECTOR]
+
+
+def test_what_does_not_fit_one_bundle_is_not_bundled():
+    full = np.zeros(wire.INLINE_BYTES // 8)  # the largest inline payload
+    assert wire.bundle([wire.pack(Kind.RESULT, 1, full)]) is not None
+    assert wire.bundle([wire.pack(Kind.RESULT, 1, full), wire.pack(Kind.IDLE, 1)]) is None
+    big = wire.pack(Kind.RESULT, 1, np.zeros(wire.INLINE_BYTES // 8 + 1))
+    assert big[1] is not None and wire.bundle([big, wire.pack(Kind.IDLE, 1)]) is None
+    half = np.zeros(wire.HEADER_CAPACITY // 2 - wire.HEADER_WORDS)  # with 2 headers: 4096 B
+    both = wire.bundle([wire.pack(Kind.RESULT, 1, half), wire.pack(Kind.META, 1, half)])
+    assert both is not None and len(both[0]) == wire.HEADER_CAPACITY
+    more = np.zeros(len(half) + 1)
+    assert wire.bundle([wire.pack(Kind.RESULT, 1, more), wire.pack(Kind.META, 1, half)]) is None
+
+
+def test_a_bundle_that_runs_past_its_buffer_is_malformed():
+    msg, _ = wire.bundle([wire.pack(Kind.TASK, 1, np.zeros((1, 2), np.int64)),  # type: ignore[misc]
+                          wire.pack(Kind.IDLE, 1)])
+    buf = np.zeros(wire.HEADER_CAPACITY, dtype=np.int64)
+    buf[:len(msg)] = msg
+    buf[8 + 2 + 3] |= wire.MORE  # the last message says another follows: zeros
+    with pytest.raises(WireError, match="malformed header from rank 6: bad magic 0x0"):
+        wire.unbundle(buf, 6)
+    # the second message's inline payload (fits 4032 bytes alone) would run past the buffer
+    buf[8 + 2: 8 + 2 + 8] = wire.pack(Kind.RESULT, 1, np.zeros(wire.INLINE_BYTES // 8))[0][:8]
+    with pytest.raises(WireError, match="rank 6: inline payload of shape .* does not fit"):
+        wire.unbundle(buf, 6)

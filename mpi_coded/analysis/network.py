@@ -263,6 +263,19 @@ class Traffic:
         else:
             self.add(src, dst, HEADER_BYTES + values * itemsize, 2, copies=1)
 
+    def bundle(self, src: int, dst: int, parts: Sequence[tuple[int | None, int]]) -> None:
+        """Runtime messages ``(values, itemsize)`` from ``src`` to ``dst``, one right after
+        the other: one MPI message (a bundle) when each is inline and together, headers and
+        padded payloads, they fit :data:`HEADER_BYTES` + :data:`INLINE_BYTES`; else each
+        its own (:meth:`message`)."""
+        sizes = [HEADER_BYTES + (0 if v is None else -(-v * k // 8) * 8) for v, k in parts]
+        if all(v is None or v * k <= INLINE_BYTES for v, k in parts) and \
+                sum(sizes) <= HEADER_BYTES + INLINE_BYTES:
+            self.add(src, dst, sum(sizes), 1, copies=sum(v is not None for v, _ in parts))
+            return
+        for v, k in parts:
+            self.message(src, dst, v, k)
+
     def merged(self, other: Traffic) -> Traffic:
         out = Traffic()
         for t in (self, other):
@@ -497,7 +510,9 @@ def elastic_step_traffic(plan: StepPlan, cols: int, itemsize: int,
     """One coded elastic step (integer rows): ``TASK`` (its row-set table, ``k x 2``
     int64, ``k x 3`` when ``S > 0``) and ``VECTOR`` (``cols`` values) to every planned
     machine, ``IDLE`` to ``idle``; back ``RESULT`` (its rows' values; one ``PART`` per
-    row set when ``S > 0``) and ``META`` (:data:`META_WORDS` float64)."""
+    row set when ``S > 0``) and ``META`` (:data:`META_WORDS` float64).  The TASK and its
+    ``VECTOR``, and with ``S = 0`` the RESULT and META, travel as one bundle each when they
+    fit together (:meth:`Traffic.bundle`)."""
     require(plan.rows is not None, "rows", "the network model needs a plan in integer rows",
             None)
     t = Traffic()
@@ -505,14 +520,15 @@ def elastic_step_traffic(plan: StepPlan, cols: int, itemsize: int,
     ranges = plan.ranges_by_machine()
     for n in plan.available:
         mine = [(a, b) for a, b in ranges.get(n, []) if b > a]
-        t.message(MASTER, n, len(mine) * (3 if per_set else 2), 8)  # int64 table
-        t.message(MASTER, n, cols, itemsize)
+        # the int64 table and w_t, in one bundle when they fit together
+        t.bundle(MASTER, n, [(len(mine) * (3 if per_set else 2), 8), (cols, itemsize)])
         if per_set:
             for a, b in mine:
                 t.message(n, MASTER, int(b - a), itemsize)
-        else:
-            t.message(n, MASTER, sum(int(b - a) for a, b in mine), itemsize)
-        t.message(n, MASTER, META_WORDS, 8)
+            t.message(n, MASTER, META_WORDS, 8)
+        else:  # the rows' values and the statistics, in one bundle when they fit
+            t.bundle(n, MASTER, [(sum(int(b - a) for a, b in mine), itemsize),
+                                 (META_WORDS, 8)])
     for n in idle:
         t.message(MASTER, n, None, itemsize)
     return t
@@ -539,13 +555,12 @@ def uncoded_move_traffic(layout: Layout, moves: Sequence[Move], cols: int, items
 
 def uncoded_step_traffic(layout: Layout, cols: int, itemsize: int) -> Traffic:
     """The uncoded baseline's products of one step: ``TASK`` (one range, 2 int64) and
-    ``VECTOR`` to every machine of ``layout``, ``RESULT`` (its rows) and ``META`` back."""
+    ``VECTOR`` to every machine of ``layout``, ``RESULT`` (its rows) and ``META`` back (one
+    bundle when they fit together, :meth:`Traffic.bundle`)."""
     t = Traffic()
     for n, (a, b) in sorted(layout.items()):
-        t.message(MASTER, n, 2, 8)
-        t.message(MASTER, n, cols, itemsize)
-        t.message(n, MASTER, b - a, itemsize)
-        t.message(n, MASTER, META_WORDS, 8)
+        t.bundle(MASTER, n, [(2, 8), (cols, itemsize)])  # TASK and VECTOR
+        t.bundle(n, MASTER, [(b - a, itemsize), (META_WORDS, 8)])  # RESULT and META
     return t
 
 

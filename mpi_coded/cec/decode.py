@@ -36,9 +36,17 @@ class StepDecoder:
         self.decoder, self.field, self.L, self.R = decoder, field, L, R
         self.out = field.zeros((L, R))
         self.gather = field.zeros((L, R))
+        self.used: list[tuple[int, ...]] = []  # the last decode's sets of L machines
 
-    def decode(self, parts: Sequence[Part]) -> tuple[np.ndarray, float]:
-        """Decode the gathered answers of ``parts`` into :attr:`out`; worst condition number.
+    def condition(self) -> float:
+        """The worst condition number of the ``G_P`` the last :meth:`decode` used (1.0
+        over GF), computed apart from it: a step's decode time does not include it."""
+        return max((self.decoder.condition([n - 1 for n in m]) for m in self.used),
+                   default=1.0)
+
+    def decode(self, parts: Sequence[Part], condition: bool = True) -> tuple[np.ndarray, float]:
+        """Decode the gathered answers of ``parts`` into :attr:`out`; the worst condition
+        number (:meth:`condition`; NaN when ``condition`` is False: ask it after).
 
         Rows outside every part are zeroed.  The caller has filled
         ``gather[j, a:b]`` with the answer of the ``j``-th machine of each part.
@@ -51,12 +59,11 @@ class StepDecoder:
                 covered[a:b] = True
         if not covered.all():
             self.out[:, ~covered] = 0
-        worst = 1.0
+        self.used = list(groups)
         for machines, ranges in groups.items():
             rows = [n - 1 for n in machines]
             for _ in ranges:  # each set looks its G_P^{-1} up (cached); one product per group
                 inv = self.decoder.inverse(rows)
-                worst = max(worst, self.decoder.condition(rows))
             if len(ranges) == 1:
                 (a, b), = ranges
                 cols: slice | np.ndarray = slice(a, b)
@@ -68,13 +75,14 @@ class StepDecoder:
                 np.matmul(inv, self.gather[:, cols], out=self.out[:, cols])
             else:
                 self.out[:, cols] = inv @ self.gather[:, cols]
-        return self.out, worst
+        return self.out, self.condition() if condition else float("nan")
 
 
-def decode_step(plan: StepPlan, results: Mapping[int, np.ndarray], dec: StepDecoder
-                ) -> tuple[np.ndarray, float]:
+def decode_step(plan: StepPlan, results: Mapping[int, np.ndarray], dec: StepDecoder,
+                condition: bool = True) -> tuple[np.ndarray, float]:
     """``(L, R)`` decoded rows of ``X_1 w .. X_L w`` (a view of ``dec.out``) and the worst
-    condition number, from each machine's ranges concatenated in plan order (``S = 0``)."""
+    condition number (NaN unless ``condition``: :meth:`StepDecoder.condition`), from each
+    machine's ranges concatenated in plan order (``S = 0``)."""
     offset = {n: 0 for n in plan.available}
     parts: list[Part] = []
     for rs, (a, b) in zip(plan.sets, plan.set_ranges):
@@ -85,11 +93,12 @@ def decode_step(plan: StepPlan, results: Mapping[int, np.ndarray], dec: StepDeco
             dec.gather[j, a:b] = results[n][offset[n]: offset[n] + b - a]
             offset[n] += b - a
         parts.append((a, b, tuple(rs.machines)))
-    return dec.decode(parts)
+    return dec.decode(parts, condition)
 
 
 def decode_parts(plan: StepPlan, answers: Mapping[int, Mapping[int, np.ndarray]],
-                 dec: StepDecoder) -> tuple[np.ndarray, float, list[list[int]]]:
+                 dec: StepDecoder, condition: bool = True
+                 ) -> tuple[np.ndarray, float, list[list[int]]]:
     """Decode from per-set answers ``answers[f][n]`` (set index -> machine -> its rows).
 
     Each set uses the first ``L`` machines that answered it (the mapping's
@@ -112,5 +121,5 @@ def decode_parts(plan: StepPlan, answers: Mapping[int, Mapping[int, np.ndarray]]
             dec.gather[j, a:b] = by[n]
         parts.append((a, b, machines))
         used.append(list(machines))
-    yb, cond = dec.decode(parts)
+    yb, cond = dec.decode(parts, condition)
     return yb, cond, used

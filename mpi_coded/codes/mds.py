@@ -93,18 +93,20 @@ class DecoderCache:
         inv = self._inv.get(key)
         if inv is None:
             self.misses += 1
-            sub = self.g[list(key)]
-            inv = self.field.inv(sub)
+            inv = self.field.inv(self.g[list(key)])
             self._inv[key] = inv
-            self._cond[key] = condition_number(self.field, sub)
         else:
             self.hits += 1
         return inv
 
     def condition(self, rows: Sequence[int]) -> float:
+        """The condition number of ``G_P`` (:func:`condition_number`), computed once, when
+        first asked for (decoding does not need it)."""
         key = tuple(int(r) for r in rows)
-        self.inverse(key)
-        return self._cond[key]
+        cond = self._cond.get(key)
+        if cond is None:
+            cond = self._cond[key] = condition_number(self.field, self.g[list(key)])
+        return cond
 
     def decode(self, rows: Sequence[int], y: np.ndarray) -> np.ndarray:
         return self.field.matmul(self.inverse(rows), y)

@@ -214,9 +214,9 @@ class CodedSteps(Steps):
         links = self.cl.links
         f.tasks = task_tables(f.plan, self.cfg.S > 0)
         vector = P.pack(P.Kind.VECTOR, f.vstep, w)  # the same w_t to each, packed once
-        for n in f.plan.available:  # a machine's w_t right behind its TASK (it awaits it)
-            f.reqs += links.isend(n, P.Kind.TASK, f.vstep, f.tasks[n], aux=f.attempt)
-            f.reqs += links.isend_packed(n, vector)
+        for n in f.plan.available:  # a machine's w_t with its TASK (it awaits it)
+            task = P.pack(P.Kind.TASK, f.vstep, f.tasks[n], aux=f.attempt)
+            f.reqs += links.isend_together(n, (task, vector))  # one bundle if they fit
         if f.attempt == 0:
             for n in f.idle:
                 f.reqs += links.isend(n, P.Kind.IDLE, f.vstep)
@@ -263,11 +263,12 @@ class CodedSteps(Steps):
         if f.cut_off:
             f.reqs += self.cl.links.send(f.cut_off, P.Kind.CUT, f.vstep, aux=f.attempt)
         if att.per_set:
-            yb, cond, waited = decode_parts(plan, att.parts, f.prod.dec)
+            yb, _, waited = decode_parts(plan, att.parts, f.prod.dec, condition=False)
         else:
-            yb, cond = decode_step(plan, att.results, f.prod.dec)
+            yb, _ = decode_step(plan, att.results, f.prod.dec, condition=False)
             waited = [list(rs.machines) if rs.size else [] for rs in plan.sets]
         f.decoded = time.perf_counter()
+        cond = f.prod.dec.condition()  # a diagnostic of the record, not part of decoding
         wait_all(f.reqs, self.cl.hard(), f"step {f.t} orders to be delivered")
         self.cl.observe(att.metas)
         if f.which == 0:  # once a step

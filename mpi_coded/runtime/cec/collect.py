@@ -56,6 +56,10 @@ class Attempt:
                 self.set_size[f] = int(b) - int(a)
                 for n in rs.machines:
                     self.owed[n] += 1
+        # what :meth:`complete` waits for, kept as answers come (not rescanned each poll):
+        # S = 0 the machines without RESULT and META, S > 0 the sets short of L answers
+        self.waiting: set[int] = set(self.set_machines) if self.per_set else \
+            set(self.plan.available)
 
     def finished(self, n: int) -> bool:
         """``n`` has delivered everything it was asked for."""
@@ -65,9 +69,7 @@ class Attempt:
         return n in self.results and n in self.metas
 
     def complete(self) -> bool:
-        if self.per_set:
-            return all(len(self.parts.get(f, {})) >= self.plan.L for f in self.set_machines)
-        return all(self.finished(n) for n in self.plan.available)
+        return not self.waiting
 
     def missing(self) -> list[int]:
         """Machines the attempt still waits for."""
@@ -100,18 +102,25 @@ class Attempt:
                               f"task in step {self.step} attempt {self.attempt}")
         if h.kind == P.Kind.META:
             self.metas[n] = records.TASK_META.unpack(payload, n)
+            if not self.per_set and n in self.results:
+                self.waiting.discard(n)
             return
         if payload is None:
             raise P.WireError(f"{h.kind.name} from {name(n)} has no payload")
         if h.kind == P.Kind.RESULT and not self.per_set:
             self.results[n] = payload
             self.delivered[n] = int(payload.shape[0])
+            if n in self.metas:
+                self.waiting.discard(n)
             return
         if h.kind == P.Kind.PART and self.per_set:
             f = split_aux(h.aux)[1]
             if n not in self.set_machines.get(f, ()) or payload.shape != (self.set_size[f],):
                 raise P.WireError(f"PART for row set {f} from {name(n)} does not fit the plan")
-            self.parts.setdefault(f, {})[n] = payload
+            got = self.parts.setdefault(f, {})
+            got[n] = payload
+            if len(got) >= self.plan.L:
+                self.waiting.discard(f)
             self.delivered[n] = self.delivered.get(n, 0) + self.set_size[f]
             return
         raise P.WireError(f"unexpected {h.kind.name} from {name(n)} in step {self.step}")

@@ -48,7 +48,14 @@ from mpi_coded.runtime.core.faults import at_phase
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.peers import MasterLink
-from mpi_coded.runtime.core.wait import POLICY, OrderClock, deadline_in, sleep_until, wait_all
+from mpi_coded.runtime.core.wait import (
+    FIRST_ORDER_WINDOW,
+    POLICY,
+    OrderClock,
+    deadline_in,
+    sleep_until,
+    wait_all,
+)
 
 PROFILE_ENV = "MPI_CODED_PROFILE_MACHINES"
 """A directory: each machine runs under :mod:`cProfile` and writes ``machine_<n>.prof`` there."""
@@ -141,6 +148,7 @@ class Machine:
         planned = sum(b - a for _, a, b in pieces)
         per_row = cfg.t_row / self.speed(self.real_step(step))
         reqs: list[MPI.Request] = []
+        result: tuple[np.ndarray, np.ndarray | None] | None = None
         compute_s = sleep_s = busy_s = 0.0
         done = off = 0
         cut = False
@@ -171,13 +179,14 @@ class Machine:
             busy_s = time.perf_counter() - t0
         if not per_set:
             c1 = time.perf_counter()
-            cut = sleep_until(t0 + planned * per_row, lambda: self.cut(step, attempt))
+            end = t0 + planned * per_row  # past already (t_row = 0): the answer is ready
+            cut = time.perf_counter() < end and sleep_until(end, lambda: self.cut(step, attempt))
             sleep_s = time.perf_counter() - c1
             busy_s = time.perf_counter() - t0
             if not cut:
                 at_phase(self.faults, self.comm, "answer", self.real_step(step))
-                reqs += self.master.isend(P.Kind.RESULT, step, self.store.answer(step, done),
-                                          aux=attempt)
+                result = P.pack(P.Kind.RESULT, step, self.store.answer(step, done),
+                                aux=attempt)
             else:  # stopped inside the throttle: no sample of this machine's speed
                 busy_s = 0.0
         meta = records.TASK_META.pack(compute_s=compute_s, sleep_s=sleep_s,
@@ -185,7 +194,8 @@ class Machine:
                                       rows_planned=planned, cut=float(cut),
                                       speed=self.speed(self.real_step(step)),
                                       **self.link_values(step))
-        reqs += self.master.isend(P.Kind.META, step, meta, aux=attempt)
+        answer = [P.pack(P.Kind.META, step, meta, aux=attempt)]  # RESULT and META: one
+        reqs += self.master.isend_together(answer if result is None else [result, *answer])
         wait_all(reqs, deadline_in(cfg.timeout_s), f"the master to take step {step}'s result")
         return done
 
@@ -206,6 +216,7 @@ class Machine:
         self.setup()
         self.link_mark = linkstats.read()
         self.master.ready(self.cfg.timeout_s)
+        self.orders.expect_soon(FIRST_ORDER_WINDOW)  # step 1's order follows everyone's READY
         while True:
             phase.set("wait")
             h, payload = self.next_order()

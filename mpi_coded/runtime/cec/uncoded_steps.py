@@ -129,9 +129,9 @@ class UncodedSteps(Steps):
             s.moved = self.cl.link_mark()
         for n, (a, b) in s.layout.items():
             table = np.array([[a, b]], np.int64)
-            s.reqs += self.cl.links.isend(n, P.Kind.TASK, s.vstep, table)
-            s.reqs += self.cl.links.isend(n, P.Kind.VECTOR, s.vstep, w if s.which == 0
-                              else np.ascontiguousarray(w[a:b]))
+            s.reqs += self.cl.links.isend_together(n, (  # one bundle if they fit
+                P.pack(P.Kind.TASK, s.vstep, table),
+                P.pack(P.Kind.VECTOR, s.vstep, w if s.which == 0 else w[a:b])))
 
     def collect(self, s: Split) -> dict[int, list[Msg]]:
         got, _ = self.cl.links.collect(sorted(s.layout), [P.Kind.RESULT, P.Kind.META], s.vstep,

@@ -9,6 +9,7 @@ peers hands all their posted requests to one ``Testsome``
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection
 
 import numpy as np
@@ -21,7 +22,9 @@ Msg = tuple[wire.Header, np.ndarray | None]
 
 
 class Inbox:
-    """One posted header receive from ``source``; reposted after each message."""
+    """One posted header receive from ``source``; reposted after each message.  The later
+    messages of a bundle (:func:`mpi_coded.runtime.core.wire.bundle`) wait in the inbox and
+    come out first at its next tests."""
 
     def __init__(self, comm: MPI.Comm, source: int, name: int | None = None) -> None:
         self.comm = comm
@@ -29,6 +32,7 @@ class Inbox:
         self.name = source if name is None else name  # the peer as headers name it
         self._req: MPI.Request | None = None
         self._buf: np.ndarray | None = None
+        self.queued: deque[Msg] = deque()  # a bundle's messages not yet handed out
 
     def request(self) -> MPI.Request:
         """The posted header receive (posted now if none is)."""
@@ -36,20 +40,30 @@ class Inbox:
             self._req, self._buf = wire.post_header(self.comm, self.source)
         return self._req
 
-    def take(self, expect: Collection[wire.Kind], step: int | None, deadline: float) -> Msg:
-        """The message whose header receive has completed: check it, receive its payload."""
+    def take_all(self, deadline: float) -> list[Msg]:
+        """Every message the completed header receive brought (one, or a bundle's), the
+        payload of one that has its own message received; not checked (the caller does)."""
         assert self._buf is not None
         buf = self._buf
         self._req = self._buf = None
-        h = wire.parse_header(buf, self.name, expect, step)
-        if h.inline:
-            return h, wire.inline_payload(h, buf)
-        return h, wire.recv_payload(self.comm, h, deadline, self.source)
+        msgs = wire.unbundle(buf, self.name)
+        h, payload = msgs[0]
+        if h.dtype is not None and not h.inline:  # a lone message: its payload follows
+            msgs[0] = h, wire.recv_payload(self.comm, h, deadline, self.source)
+        return msgs
+
+    def take(self, expect: Collection[wire.Kind], step: int | None, deadline: float) -> Msg:
+        """The message whose header receive has completed (or a bundle's next one): check
+        it, receive its payload."""
+        if not self.queued:
+            self.queued.extend(self.take_all(deadline))
+        h, payload = self.queued.popleft()
+        return wire.check(h, expect, step), payload
 
     def test(self, expect: Collection[wire.Kind], step: int | None, deadline: float
              ) -> Msg | None:
         """The next message if it has arrived, else ``None`` (never blocks)."""
-        if not self.request().Test():
+        if not self.queued and not self.request().Test():
             return None
         return self.take(expect, step, deadline)
 

@@ -81,10 +81,14 @@ class Peers:
         self.lost: dict[int, float] = {}  # rank -> when it was found dead (Unix seconds)
         self.on_lost = on_lost
         self.joined: dict[int, MPI.Intercomm] = {}  # peers spawned later, by name
+        # (peers, their posted receives, the slots taken from) of the last :meth:`arrived`,
+        # reused while the peers are the same
+        self._polled: tuple[tuple[int, ...], list[MPI.Request], list[int]] | None = None
 
     def join(self, r: int, inter: MPI.Intercomm) -> None:
         """Peer ``r`` is now the process at the other end of ``inter`` (spawned to replace
         the lost ``r``): listened to, sent to and named ``r`` as before."""
+        self._polled = None
         self.joined[r] = inter
         self.link[r] = (inter, 0)
         self.inbox[r] = Inbox(inter, 0, name=r)
@@ -103,6 +107,13 @@ class Peers:
         comm, dest = self.link[r]
         return wire.isend_packed(comm, dest, packed)
 
+    def isend_together(self, r: int, parts: Sequence[tuple[np.ndarray, np.ndarray | None]]
+                       ) -> list[MPI.Request]:
+        """Start sending peer ``r`` messages :func:`wire.pack` made, one bundle if they fit
+        (:func:`wire.isend_together`)."""
+        comm, dest = self.link[r]
+        return wire.isend_together(comm, dest, parts)
+
     def disconnect(self, timeout: float) -> None:
         """Disconnect from the peers spawned later (so that they may finalize), each within
         ``timeout`` (a peer that does not take part is left: this process ends anyway)."""
@@ -111,6 +122,7 @@ class Peers:
                 continue
             # MPI_Comm_disconnect waits for every pending operation on the communicator:
             # the header receive posted for the peer's next message would never end
+            self._polled = None
             self.inbox[r].cancel()
             worker = threading.Thread(target=inter.Disconnect, daemon=True)
             worker.start()
@@ -130,6 +142,8 @@ class Peers:
                  if r in name and name[r] not in self.joined}
         dead = (world | set(failed)) & set(self.ranks)
         new = sorted(r for r in dead if r not in self.lost)
+        if new:
+            self._polled = None
         for r in new:
             self.lost[r] = now
             self.inbox[r].forget()
@@ -157,23 +171,45 @@ class Peers:
                  f"{kind.name} to be delivered")
 
     def arrived(self, who: Sequence[int], hard: float) -> list[Msg]:
-        """The messages from ``who`` whose headers are in now: one ``Testsome`` over the
-        posted receives, then their payloads.  Never waits for a header.  With failure
-        reporting on, each receive is tested on its own, and a peer whose receive failed is
-        lost (:meth:`detect`)."""
-        who = self.alive(who)
-        reqs = [self.inbox[r].request() for r in who]
+        """The messages from ``who`` whose headers are in now (a bundle's all): one
+        ``Testsome`` over the posted receives, then their payloads.  Never waits for a
+        header.  With failure reporting on, each receive is tested on its own, and a peer
+        whose receive failed is lost (:meth:`detect`).
+
+        The list of posted receives is kept from one call to the next while ``who`` is the
+        same (a master polls the same peers all through a step); a peer's next receive is
+        posted in its place when the list is next polled."""
+        if self.lost:
+            who = self.alive(who)
+        key = tuple(who)
+        if self._polled is None or self._polled[0] != key:
+            self._polled = (key, [self.inbox[r].request() for r in key], [])
+        reqs, taken = self._polled[1], self._polled[2]
+        for i in taken:  # the next receive of a peer taken from, posted when next polled
+            reqs[i] = self.inbox[key[i]].request()
+        taken.clear()
         if not ulfm.enabled():
-            ready = MPI.Request.Testsome(reqs) or []
-            return [self.inbox[who[i]].take(_ANY, None, hard) for i in ready]
-        done = [(r, ulfm.test(q)) for r, q in zip(who, reqs)]
-        failed = [r for r, ok in done if ok is None]
+            msgs: list[Msg] = []
+            for i in MPI.Request.Testsome(reqs) or []:
+                taken.append(i)
+                try:
+                    msgs += self.inbox[key[i]].take_all(hard)
+                except BaseException:  # a malformed message: the next call starts anew
+                    self._polled = None
+                    raise
+            return msgs
+        done = [(i, ulfm.test(q)) for i, q in enumerate(reqs)]
+        failed = [key[i] for i, ok in done if ok is None]
         msgs = []
-        for r in (r for r, ok in done if ok):
+        for i in (i for i, ok in done if ok):
+            taken.append(i)
             try:
-                msgs.append(self.inbox[r].take(_ANY, None, hard))
+                msgs += self.inbox[key[i]].take_all(hard)
             except ulfm.PeerLost:  # died mid-message: its partial payload is dropped
-                failed.append(r)
+                failed.append(key[i])
+            except BaseException:
+                self._polled = None
+                raise
         if failed:
             self.detect(failed)
         return msgs
@@ -267,6 +303,7 @@ class Peers:
                 else "?"
 
     def cancel(self) -> None:
+        self._polled = None
         for box in self.inbox.values():
             box.cancel()
 
@@ -289,6 +326,12 @@ class MasterLink:
     def isend(self, kind: wire.Kind, step: int, arr: np.ndarray | None = None,
               aux: int = 0) -> list[MPI.Request]:
         return wire.isend(self.comm, MASTER, kind, step, arr, aux)
+
+    def isend_together(self, parts: Sequence[tuple[np.ndarray, np.ndarray | None]]
+                       ) -> list[MPI.Request]:
+        """Start sending the master messages :func:`wire.pack` made, one bundle if they fit
+        (:func:`wire.isend_together`)."""
+        return wire.isend_together(self.comm, MASTER, parts)
 
     def ready(self, timeout: float) -> None:
         """Tell the master this rank is set up, with its host name."""

@@ -146,15 +146,23 @@ EXPECT_PERIODS = 4
 class OrderClock:
     """When a worker's next order is due: the master orders every worker once a step (a
     task, or idle), so the next order comes about one period after the last, learned from
-    the periods between the orders of consecutive steps (the shortest recent one)."""
+    the periods between the orders of consecutive steps (the shortest recent one); the
+    first order, right after the worker's READY (:meth:`expect_soon`)."""
 
     def __init__(self) -> None:
         self.periods: deque[float] = deque(maxlen=EXPECT_PERIODS)
         self.last: tuple[int, float] | None = None  # (step, when) of the last new step's order
+        self.soon: tuple[float, float] | None = None  # (from, for how long) an order is due
+
+    def expect_soon(self, window: float) -> None:
+        """An order is due now, within about ``window`` seconds (the master takes every
+        worker's READY, then orders its first step)."""
+        self.soon = (time.perf_counter(), window)
 
     def arrived(self, step: int) -> None:
         """An order for ``step`` has come (a later one of the same step changes nothing)."""
         now = time.perf_counter()
+        self.soon = None
         if self.last is not None and step <= self.last[0]:
             return
         if self.last is not None and step == self.last[0] + 1:
@@ -163,11 +171,18 @@ class OrderClock:
 
     def backoff(self, hi: float) -> Backoff | None:
         """The wait for the next order (:class:`Expecting`, sleeps capped at ``hi``), or None
-        before two periods are known."""
-        if self.last is None or len(self.periods) < 2:
-            return None
-        period = min(self.periods)
-        return Expecting(self.last[1] + EXPECT_EARLY * period, window=period, hi=hi)
+        while nothing is expected (no period known, no first order due)."""
+        if self.last is not None and self.periods:
+            period = min(self.periods)
+            return Expecting(self.last[1] + EXPECT_EARLY * period, window=period, hi=hi)
+        if self.soon is not None:
+            return Expecting(self.soon[0], window=self.soon[1], hi=hi)
+        return None
+
+
+FIRST_ORDER_WINDOW = 0.1
+"""Seconds a worker polls at the near cap for its first order after READY
+(:meth:`OrderClock.expect_soon`), then at its cap."""
 
 
 @dataclass

@@ -14,6 +14,13 @@ header, without a second receive and its wait.  Receivers of headers post a buff
 the header and the payload receives itself, of known sizes (the coded job's shuffle), pass
 ``inline=False``.
 
+Messages that go to one receiver one right after the other (an elastic machine's TASK and
+its ``w_t``; its RESULT and META) travel as a *bundle* (:func:`bundle`) when they fit
+together: the inline messages one after another in one MPI message, the dtype code word of
+each but the last carrying :data:`MORE`.  The receiver takes them in order
+(:func:`unbundle`; an :class:`~mpi_coded.runtime.core.inbox.Inbox` hands out the later ones
+at its next tests, with no receive).
+
 Receivers check magic, kind, step and shape, so an unexpected or malformed
 message fails loudly instead of being misread.  Every wait is polite and has
 a deadline (:mod:`mpi_coded.runtime.core.wait`).  Statistics travel as named
@@ -23,7 +30,8 @@ records (:mod:`mpi_coded.runtime.core.records`).
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +49,9 @@ HEADER_CAPACITY = HEADER_WORDS + INLINE_BYTES // 8
 """int64 words of a posted header receive: the header and the largest inline payload."""
 INLINE = 0x40
 """Added to the dtype code word: the payload follows the header in its message."""
+MORE = 0x80
+"""Added to the dtype code word: another message of the bundle follows this one's inline
+payload (:func:`bundle`)."""
 TAG_HEADER = 11
 TAG_PAYLOAD = 12
 
@@ -147,6 +158,16 @@ def isend_packed(comm: MPI.Comm, dest: int, packed: tuple[np.ndarray, np.ndarray
     return reqs
 
 
+def isend_together(comm: MPI.Comm, dest: int,
+                   parts: Sequence[tuple[np.ndarray, np.ndarray | None]]) -> list[MPI.Request]:
+    """Start sending messages :func:`pack` made, in order: as one bundle when they fit
+    together (:func:`bundle`), else one by one."""
+    both = bundle(parts)
+    if both is not None:
+        return isend_packed(comm, dest, both)
+    return [q for packed in parts for q in isend_packed(comm, dest, packed)]
+
+
 def isend(comm: MPI.Comm, dest: int, kind: Kind, step: int,
           arr: np.ndarray | None = None, aux: int = 0, *,
           inline: bool = True) -> list[MPI.Request]:
@@ -164,50 +185,102 @@ def send(comm: MPI.Comm, dest: int, kind: Kind, step: int, arr: np.ndarray | Non
 
 def post_header(comm: MPI.Comm, source: int) -> tuple[MPI.Request, np.ndarray]:
     """Post a receive for the next header from ``source`` (room for an inline payload)."""
-    buf = np.zeros(HEADER_CAPACITY, dtype=np.int64)
+    buf = np.empty(HEADER_CAPACITY, dtype=np.int64)  # read only as far as its headers say
     return comm.Irecv(buf, source=source, tag=TAG_HEADER), buf
 
 
 def parse_header(buf: np.ndarray, source: int, expect: Collection[Kind],
                  step: int | None) -> Header:
     """Check a received header against what the receiver expects."""
-    if int(buf[0]) != MAGIC:
-        raise WireError(f"malformed header from rank {source}: bad magic {int(buf[0]):#x}")
-    try:
-        kind = Kind(int(buf[1]))
-    except ValueError:
-        raise WireError(f"malformed header from rank {source}: unknown kind {int(buf[1])}") \
-            from None
-    if kind not in expect:
+    return check(_parse_at(buf, 0, source)[0], expect, step)
+
+
+def check(h: Header, expect: Collection[Kind], step: int | None) -> Header:
+    """``h`` if it is of a kind in ``expect`` and for ``step`` (None: any), else WireError."""
+    if h.kind not in expect:
         names = ", ".join(k.name for k in expect)
-        raise WireError(f"unexpected {kind.name} from rank {source} (expected {names})")
-    if step is not None and int(buf[2]) != step:
-        raise WireError(f"{kind.name} from rank {source} is for step {int(buf[2])}, "
+        raise WireError(f"unexpected {h.kind.name} from rank {h.source} (expected {names})")
+    if step is not None and h.step != step:
+        raise WireError(f"{h.kind.name} from rank {h.source} is for step {h.step}, "
                         f"expected step {step}")
-    ndim = int(buf[4])
+    return h
+
+
+def _parse_at(buf: np.ndarray, at: int, source: int) -> tuple[Header, bool]:
+    """The header at word ``at`` of ``buf``, and whether another message of a bundle
+    follows its inline payload."""
+    magic, kind_w, step, code, ndim, s0, s1, aux = buf[at: at + HEADER_WORDS].tolist()
+    if magic != MAGIC:
+        raise WireError(f"malformed header from rank {source}: bad magic {magic:#x}")
+    try:
+        kind = Kind(kind_w)
+    except ValueError:
+        raise WireError(f"malformed header from rank {source}: unknown kind {kind_w}") \
+            from None
     if ndim not in (0, 1, 2):
         raise WireError(f"malformed header from rank {source}: ndim {ndim}")
-    code = int(buf[3])
+    more = code & MORE == MORE
+    code &= ~MORE
     inline = bool(ndim) and code & INLINE == INLINE
     dtype = _DTYPES.get(code - INLINE if inline else code) if ndim else None
     if ndim and dtype is None:
         raise WireError(f"malformed header from rank {source}: dtype code {code}")
-    shape = tuple(int(x) for x in buf[5:5 + ndim])
-    if any(s < 0 for s in shape):
+    shape = (s0, s1)[:ndim]
+    if any(x < 0 for x in shape):
         raise WireError(f"malformed header from rank {source}: shape {shape}")
-    if inline and (dtype is None or int(np.prod(shape)) * dtype.itemsize > INLINE_BYTES
-                   or len(buf) < HEADER_CAPACITY):
-        raise WireError(f"malformed header from rank {source}: inline payload of shape "
-                        f"{shape} does not fit {INLINE_BYTES} bytes")
-    return Header(source, kind, int(buf[2]), dtype, shape, int(buf[7]), inline)
+    if inline:
+        assert dtype is not None
+        nbytes = (s0 if ndim == 1 else s0 * s1) * dtype.itemsize
+        if nbytes > INLINE_BYTES or len(buf) < HEADER_CAPACITY or \
+                at + HEADER_WORDS + -(-nbytes // 8) > len(buf):
+            raise WireError(f"malformed header from rank {source}: inline payload of shape "
+                            f"{shape} does not fit {INLINE_BYTES} bytes")
+    if more and ndim and not inline:
+        raise WireError(f"malformed header from rank {source}: a bundle's message whose "
+                        "payload is not inline")
+    return Header(source, kind, step, dtype, shape, aux, inline), more
 
 
-def inline_payload(h: Header, buf: np.ndarray) -> np.ndarray:
-    """The payload that came inline after header ``h`` in ``buf`` (a copy)."""
+def inline_payload(h: Header, buf: np.ndarray, at: int = 0) -> np.ndarray:
+    """The payload that came inline after header ``h`` (at word ``at``) in ``buf`` (a copy)."""
     assert h.dtype is not None and h.inline
-    n = int(np.prod(h.shape)) * h.dtype.itemsize
-    raw = buf.view(np.uint8)[8 * HEADER_WORDS: 8 * HEADER_WORDS + n]
+    n = math.prod(h.shape) * h.dtype.itemsize
+    start = 8 * (at + HEADER_WORDS)
+    raw = buf.view(np.uint8)[start: start + n]
     return raw.view(h.dtype).reshape(h.shape).copy()
+
+
+def unbundle(buf: np.ndarray, source: int) -> list[tuple[Header, np.ndarray | None]]:
+    """The messages of a received header buffer: one, or a bundle's in order (each inline
+    payload a copy; None for a payload that follows in its own message, or none)."""
+    out: list[tuple[Header, np.ndarray | None]] = []
+    at, more = 0, True
+    while more:
+        if at + HEADER_WORDS > len(buf):
+            raise WireError(f"malformed bundle from rank {source}: it runs past its buffer")
+        h, more = _parse_at(buf, at, source)
+        out.append((h, inline_payload(h, buf, at) if h.inline else None))
+        at += HEADER_WORDS
+        if h.inline:
+            assert h.dtype is not None
+            at += -(-math.prod(h.shape) * h.dtype.itemsize // 8)
+    return out
+
+
+def bundle(parts: Sequence[tuple[np.ndarray, np.ndarray | None]]
+           ) -> tuple[np.ndarray, None] | None:
+    """Messages :func:`pack` made for one receiver as one MPI message (a bundle), or None
+    when one has a payload of its own or together they exceed :data:`HEADER_CAPACITY`
+    words (then they are sent one by one)."""
+    if any(payload is not None for _, payload in parts) or \
+            sum(len(h) for h, _ in parts) > HEADER_CAPACITY:
+        return None
+    msg = np.concatenate([h for h, _ in parts])
+    at = 0
+    for h, _ in parts[:-1]:
+        msg[at + 3] |= MORE
+        at += len(h)
+    return msg, None
 
 
 def recv_payload(comm: MPI.Comm, h: Header, deadline: float,
