@@ -5,9 +5,12 @@ float64 for the real field, uint8 / uint16 / uint32 words for GF(2^l).  Inside
 :class:`GFField` they are viewed as galois arrays (``arr.view(GF)``) for the
 arithmetic and viewed back with ``.view(np.ndarray)``.
 
-galois is imported lazily: import plus the first JIT-compiled product cost
-seconds, so the real field never pays for it, and :meth:`Field.warm_up` lets a
-rank pay before anything is timed.
+galois and the numba kernels (:mod:`mpi_coded.gf_kernels`) are imported lazily: import plus
+the first JIT-compiled product cost seconds, so the real field never pays for it, and
+:meth:`Field.warm_up` lets a rank pay before anything is timed.  A rank whose products are
+all small says so (``warm_up(largest)``, :data:`mpi_coded.gf_tables.SMALL_WORK`): its GF
+arithmetic then runs on numpy lookup tables (:mod:`mpi_coded.gf_tables`), the same words
+bit for bit, and it never imports numba or galois.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mpi_coded import gf_tables
 from mpi_coded.errors import ConfigError
 
 FIELD_NAMES = ("float64", "gf2^8", "gf2^16")
@@ -62,8 +66,9 @@ class Field:
         """A Cauchy matrix: every square submatrix is invertible."""
         raise NotImplementedError
 
-    def warm_up(self) -> None:
-        """Pay import and JIT costs now, before anything is timed."""
+    def warm_up(self, largest: int | None = None) -> None:
+        """Pay import and JIT costs now, before anything is timed; ``largest``: the most
+        multiply-adds (``m k n``) of any product this process will make, if known."""
         rng = np.random.default_rng(0)
         a = self.random((4, 4), rng)
         self.matmul(a, a)
@@ -132,6 +137,10 @@ class GFField(Field):
         self.order = 1 << degree
         self.name = f"gf2^{degree}"
         self.dtype = np.dtype(np.uint8 if degree == 8 else np.uint16)
+        self.jit = True
+        """Products by the numba kernels and inverses by galois; False after
+        ``warm_up(largest)`` with a small ``largest``: numpy tables (until a product is
+        larger than :data:`~mpi_coded.gf_tables.SMALL_WORK`)."""
 
     @functools.cached_property
     def gf(self) -> Any:
@@ -146,27 +155,38 @@ class GFField(Field):
         return rng.integers(0, self.order, size=shape, dtype=self.dtype)
 
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(a, dtype=self.dtype)
+        b = np.ascontiguousarray(b, dtype=self.dtype)
+        if not self.jit and a.ndim == 2 and b.ndim in (1, 2) and a.shape[1] == b.shape[0]:
+            b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+            if a.shape[0] * a.shape[1] * b2.shape[1] <= gf_tables.SMALL_WORK:
+                out = gf_tables.matmul(a, b2, self.degree)
+                return out.reshape(-1) if b.ndim == 1 else out
+            self.jit = True  # a large product after all: the kernels from now on
         from mpi_coded import gf_kernels
 
-        return gf_kernels.gf_matmul(
-            np.ascontiguousarray(a, dtype=self.dtype),
-            np.ascontiguousarray(b, dtype=self.dtype),
-            self.degree,
-        )
+        return gf_kernels.gf_matmul(a, b, self.degree)
 
     def matmul_reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """galois's own product: the reference the fast kernels are tested against."""
         out = self._v(a) @ self._v(b)
         return np.asarray(out.view(np.ndarray), dtype=self.dtype)
 
-    def warm_up(self) -> None:
-        """Compile (or load from numba's cache) every GF kernel, then galois's inverse."""
-        from mpi_coded import gf_kernels
+    def warm_up(self, largest: int | None = None) -> None:
+        """Compile (or load from numba's cache) every GF kernel, then galois's inverse; with
+        a ``largest`` product of at most :data:`~mpi_coded.gf_tables.SMALL_WORK` multiply-adds
+        build the lookup tables alone (:attr:`jit` False)."""
+        self.jit = largest is None or largest > gf_tables.SMALL_WORK
+        if self.jit:
+            from mpi_coded import gf_kernels
 
-        gf_kernels.warm_up(self.degree)
-        super().warm_up()
+            gf_kernels.warm_up(self.degree)
+        gf_tables.tables(self.degree)
+        super().warm_up(largest)
 
     def inv(self, a: np.ndarray) -> np.ndarray:
+        if not self.jit:
+            return gf_tables.inv(np.asarray(a, dtype=self.dtype), self.degree)
         out = np.linalg.inv(self._v(a))
         return np.asarray(out.view(np.ndarray), dtype=self.dtype)
 
@@ -186,10 +206,9 @@ class GFField(Field):
             raise ConfigError(
                 "field", f"{self.name} has {self.order} elements, a Cauchy code needs "
                 "rows + cols of them", n_rows + n_cols)
-        x = self._v(np.arange(n_cols, n_cols + n_rows))
-        y = self._v(np.arange(n_cols))
-        out = np.reciprocal(x[:, None] + y[None, :])
-        return np.asarray(out.view(np.ndarray), dtype=self.dtype)
+        x = np.arange(n_cols, n_cols + n_rows, dtype=self.dtype)
+        y = np.arange(n_cols, dtype=self.dtype)
+        return gf_tables.reciprocal(x[:, None] ^ y[None, :], self.degree).astype(self.dtype)
 
 
 @functools.cache

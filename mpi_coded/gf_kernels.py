@@ -27,7 +27,6 @@ and cached on disk when numba finds a writable cache directory (else compiled pe
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -35,11 +34,11 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
+from mpi_coded.gf_tables import DTYPES, POLYS, tables
+
 __all__ = ["POLYS", "gf_matmul", "gf_matvec", "jit", "product_ns", "tables", "warm_up"]
 
-#: galois's default irreducible (primitive) polynomial of GF(2^degree), ``x`` primitive.
-POLYS: dict[int, int] = {8: 0x11D, 16: 0x1002D}
-_DTYPES: dict[int, type[np.unsignedinteger[Any]]] = {8: np.uint8, 16: np.uint16}
+_DTYPES = DTYPES  # tables, dtypes and polynomials: mpi_coded.gf_tables
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -50,73 +49,6 @@ def jit(func: _F) -> _F:
         return cast(_F, numba.njit(nogil=True, cache=True)(func))
     except Exception:  # no writable cache location: compile per process instead
         return cast(_F, numba.njit(nogil=True)(func))
-
-
-# --------------------------------------------------------------------------------------------
-# tables
-
-
-class Tables:
-    """Lookup tables of GF(2^degree), built once per process with numpy.
-
-    ``log`` (int32) / ``exp`` (field words): ``exp[log[a] + log[b]] == a * b`` for all ``a, b``,
-    zeros included.  ``rows[h, c, p]``: row ``p`` of the bit matrix of "multiply by ``c << 8 h``"
-    (bit ``r`` set iff bit ``p`` of ``(c << 8 h) * x^r`` is set); ``h`` is 0 only for GF(2^8),
-    0 and 1 for GF(2^16), where the matrix of ``c`` is ``rows[0, c & 255] ^ rows[1, c >> 8]``
-    since it is linear in ``c``.  ``mul_table``: the 256 x 256 products (GF(2^8) only).
-    """
-
-    def __init__(self, degree: int) -> None:
-        if degree not in POLYS:
-            raise ValueError(f"GF(2^{degree}) is not supported; degree must be 8 or 16")
-        self.degree = degree
-        order = 1 << degree
-        poly = POLYS[degree]
-        exp = np.zeros(order - 1, dtype=np.int64)
-        x = 1
-        for e in range(order - 1):
-            exp[e] = x
-            x <<= 1
-            if x & order:
-                x ^= poly
-        if x != 1 or len(np.unique(exp)) != order - 1:
-            raise AssertionError(f"x is not primitive modulo {poly:#x}")
-        log = np.zeros(order, dtype=np.int64)
-        log[exp] = np.arange(order - 1)
-        # log[0] points past 2 (order - 2), the largest sum of two real logs, into a zero tail
-        # of exp long enough for log[0] + log[0]: products with 0 need no branch.
-        zlog = 2 * (order - 1)
-        self.log = log.astype(np.int32)
-        self.log[0] = zlog
-        self.exp = np.zeros(2 * zlog + 2, dtype=_DTYPES[degree])
-        self.exp[:zlog] = np.concatenate([exp, exp])
-        dtype = _DTYPES[degree]
-        n_rows = 256
-        rows = np.zeros((2 if degree == 16 else 1, n_rows, degree), dtype=dtype)
-        for half in range(rows.shape[0]):
-            c = np.arange(n_rows, dtype=np.int64) << (8 * half)
-            for r in range(degree):
-                prod = self._mul(c, np.full_like(c, 1 << r))
-                for p in range(degree):
-                    rows[half, :, p] |= (((prod >> p) & 1) << r).astype(dtype)
-        self.rows = rows
-        if degree == 8:
-            # full multiplication table MT[a, b] = a * b, 64 KiB
-            a = np.repeat(np.arange(256, dtype=np.int64), 256)
-            b = np.tile(np.arange(256, dtype=np.int64), 256)
-            self.mul_table = self._mul(a, b).astype(np.uint8).reshape(256, 256)
-        else:
-            self.mul_table = np.zeros((0, 0), dtype=np.uint8)
-
-    def _mul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Elementwise product of int64 arrays (reference-grade, via the log tables)."""
-        return self.exp[self.log[a] + self.log[b]].astype(np.int64)
-
-
-@functools.cache
-def tables(degree: int) -> Tables:
-    """The (cached) lookup tables of GF(2^degree)."""
-    return Tables(degree)
 
 
 # --------------------------------------------------------------------------------------------

@@ -189,6 +189,15 @@ class CECConfig:
         return not self.store or self.verify == "exact" or \
             (self.verify == "auto" and bool(self.data))
 
+    @property
+    def largest_products(self) -> tuple[int, int]:
+        """Bounds on the multiply-adds of the largest field product of the master and of a
+        machine: the master encodes the ``N`` blocks of ``X`` (and of ``X^T``), ``N (rows +
+        L) (cols + L)`` covering its check ``X w`` and its decoding; a machine multiplies at
+        most ``rows x cols``.  Under :data:`mpi_coded.gf_tables.SMALL_WORK` a rank runs on
+        lookup tables (:meth:`mpi_coded.fields.Field.warm_up`)."""
+        return self.N * (self.rows + self.L) * (self.cols + self.L), self.rows * self.cols
+
     def predicted_s(self, plan_time: Fraction, R: int | None = None) -> float:
         """Seconds a step with plan time ``plan_time`` takes at the configured speeds:
         ``time * R * t_row`` (a block of ``R`` rows at speed 1 takes ``R t_row``; A.2);

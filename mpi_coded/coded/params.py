@@ -200,6 +200,15 @@ class CodedParams:
         return self.N // self.wait_for
 
     @property
+    def largest_product(self) -> int:
+        """A bound on the multiply-adds (``m k n``) of the largest field product a rank of the
+        job makes: the master's check ``A X`` (``m n N``), a server's encoding and map (its
+        coded rows times ``n`` or ``N`` columns): ``max(m, r) max(n, N) max(n, N, K)``.  A
+        rank under :data:`mpi_coded.gf_tables.SMALL_WORK` runs on lookup tables
+        (:meth:`mpi_coded.fields.Field.warm_up`)."""
+        return max(self.m, self.r) * max(self.n, self.N) * max(self.n, self.N, self.K)
+
+    @property
     def field_name(self) -> str:
         """The field actually used (``auto`` resolved by the scheme)."""
         if self.field != AUTO_FIELD:

@@ -212,7 +212,7 @@ class Machine:
     def run(self, phase: Phase) -> None:
         phase.set("setup")
         at_phase(self.faults, self.comm, "setup", None)
-        self.field.warm_up()
+        self.field.warm_up(self.cfg.largest_products[1])
         self.setup()
         self.link_mark = linkstats.read()
         self.master.ready(self.cfg.timeout_s)

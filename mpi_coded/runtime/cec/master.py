@@ -170,7 +170,7 @@ class Master:
         """``X`` (from a store: the master's view of it, :func:`matrix_of`), the policy,
         its data sent to the machines (timed), the iterate (resumed: from its state)."""
         cfg, cl = self.cfg, self.cl
-        cl.field.warm_up()
+        cl.field.warm_up(cfg.largest_products[0])
         x = make_data(cfg, cl.field) if self.store is None else \
             matrix_of(cfg, cl.field, self.store.identity)
         steps = self.steps(cl, x)

@@ -184,7 +184,7 @@ class CodedMaster:
         job, p = self.job, self.p
         self.phase.set("setup")
         self.setup = build_setup(job)
-        self.setup.field.warm_up()
+        self.setup.field.warm_up(p.largest_product)
         self.setup.code.warm_up()  # the map-end rule may decide with the code (LT)
         prefault(working_bytes(job, self.setup.field, p.m, copies=3))  # reducers' outputs
         warning = padding_warning(p, self.setup.placement)

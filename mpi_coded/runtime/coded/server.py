@@ -154,7 +154,7 @@ class CodedServer:
         job = self.job
         self._enter("setup", None)
         self.setup = setup = build_setup(job)
-        setup.field.warm_up()
+        setup.field.warm_up(job.params.largest_product)
         setup.code.warm_up()
         self.rows = setup.placement.stored_rows(self.server)
         prefault(working_bytes(job, setup.field, len(self.rows)))
