@@ -37,13 +37,6 @@ import numpy as np
 from mpi_coded.codes import work as W
 from mpi_coded.codes.mds import DecoderCache
 from mpi_coded.codes.prices import CostTable, Kernel
-from mpi_coded.codes.rs_fft import (
-    RSCode,
-    fft_decode_ops,
-    fft_encode_ops,
-    fft_encode_points,
-    warm_up,
-)
 from mpi_coded.codes.work import DEFAULT_SECONDS, THIN_ROWS, Table, seconds
 from mpi_coded.errors import ConfigError, NotDecodable
 from mpi_coded.fields import Field
@@ -78,6 +71,8 @@ def fft_encode_kernel(n: int, k: int, vectors: int) -> Kernel:
     cache: per counted operation they take 1.3-1.5x the small ones alone, and more beside
     other ranks (docs/theory.md (C.4); measured: docs/benchmarks.md)."""
     cols = min(vectors, PARITY_CHUNK)
+    from mpi_coded.codes.rs_fft import fft_encode_points  # numba: only when RS is priced
+
     big = fft_encode_points(n, k) * cols * 2 > LARGE_FFT_BYTES
     return Kernel.RS_FFT_ENCODE_LARGE if big else Kernel.RS_FFT_ENCODE
 
@@ -101,12 +96,16 @@ def generator_decode_work(field: str, k: int, vectors: int, cached: bool = False
 
 def fft_encode_work(n: int, k: int, vectors: int) -> list[W.Work]:
     """The FFT parity of ``vectors`` columns (all ``n - k`` parity rows) and its call."""
+    from mpi_coded.codes.rs_fft import fft_encode_ops
+
     return [W.Work(fft_encode_kernel(n, k, vectors), fft_encode_ops(n, k, vectors)),
             W.call()]
 
 
 def fft_decode_work(n: int, k: int, vectors: int) -> list[W.Work]:
     """FFT erasure decoding of ``vectors`` columns (one pattern) and its call."""
+    from mpi_coded.codes.rs_fft import fft_decode_ops
+
     return [W.Work(Kernel.RS_FFT_DECODE, fft_decode_ops(n, k, vectors)), W.call()]
 
 
@@ -188,6 +187,8 @@ class RSSubCode:
         self.field = field
         self.n = n
         self.k = k
+        from mpi_coded.codes.rs_fft import RSCode  # its module defines numba kernels
+
         self.rs = RSCode(n, k)
         self.table = table
         self._G: np.ndarray | None = None
@@ -200,6 +201,8 @@ class RSSubCode:
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the FFT kernels before anything is timed."""
+        from mpi_coded.codes.rs_fft import warm_up
+
         warm_up()
 
     def generator(self) -> np.ndarray:
