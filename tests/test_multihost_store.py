@@ -56,7 +56,7 @@ N = 4
 L = 2
 rows = 64
 cols = 64
-t_row = 0.004
+t_row = 0.008
 timeout_s = 10
 workload = "power"
 [availability]
@@ -119,6 +119,8 @@ def test_under_slurm_a_lost_node_costs_a_relaunch_on_the_nodes_left() -> None:
             if text.count('"kind": "step"') >= 5:
                 break
             time.sleep(0.2)
+        # about 0.2 s a step: 25 steps left (5 s) for the kill to land (with t_row 0.004 a
+        # loaded machine once saw the job end before it did, and no relaunch)
         k = c.cli("kill", "3")
         assert k.returncode == 0, k.stderr
         fields = _batch_done(env, job, 400)
