@@ -157,11 +157,15 @@ class GFField(Field):
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a = np.ascontiguousarray(a, dtype=self.dtype)
         b = np.ascontiguousarray(b, dtype=self.dtype)
-        if not self.jit and a.ndim == 2 and b.ndim in (1, 2) and a.shape[1] == b.shape[0]:
+        if not self.jit and a.ndim in (1, 2) and b.ndim in (1, 2) and \
+                a.shape[-1] == b.shape[0]:
+            a2 = a.reshape(1, -1) if a.ndim == 1 else a
             b2 = b.reshape(-1, 1) if b.ndim == 1 else b
-            if a.shape[0] * a.shape[1] * b2.shape[1] <= gf_tables.SMALL_WORK:
-                out = gf_tables.matmul(a, b2, self.degree)
-                return out.reshape(-1) if b.ndim == 1 else out
+            if a2.shape[0] * a2.shape[1] * b2.shape[1] <= gf_tables.SMALL_WORK:
+                out = gf_tables.matmul(a2, b2, self.degree)  # numpy's matmul shape rules
+                if a.ndim == 1 and b.ndim == 1:
+                    return out.reshape(())
+                return out.reshape(-1) if a.ndim == 1 or b.ndim == 1 else out
             self.jit = True  # a large product after all: the kernels from now on
         from mpi_coded import gf_kernels
 

@@ -73,6 +73,10 @@ def test_a_field_for_small_products_uses_the_tables_and_switches_for_a_large_one
     a = rng.integers(0, 256, (6, 5), dtype=np.uint8)
     w = rng.integers(0, 256, 5, dtype=np.uint8)
     assert np.array_equal(f.matmul(a, w), f.matmul_reference(a, w))  # matrix-vector
+    v = rng.integers(0, 256, 6, dtype=np.uint8)
+    for x, y in [(v, a), (w, w), (a.T, v)]:  # numpy's shape rules for 1-D operands
+        got, want = f.matmul(x, y), f.matmul_reference(x, y)
+        assert got.shape == want.shape and np.array_equal(got, want)
     assert np.array_equal(f.inv(f.cauchy(4, 4)), np.linalg.inv(f._v(f.cauchy(4, 4))))
     assert not f.jit
     big = rng.integers(0, 256, (80, 80), dtype=np.uint8)  # 512000 > SMALL_WORK
