@@ -38,7 +38,6 @@ from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.wait import POLICY, Backoff, DeadlineExceeded, deadline_in, wait_all
 
 MASTER = 0
-_ANY = frozenset(wire.Kind)  # parse any kind; the caller checks what it expects
 
 
 HOST_BYTES = 200
