@@ -78,6 +78,9 @@ class Machine:
         self.peers: dict[int, Inbox] = {}
         self.per_step = WORKLOADS.lookup(cfg.workload).products
         self._speed: tuple[int, float] = (-1, 1.0)  # (step, speed) cache of speed()
+        # no straggler draws and no fault of its own: one speed for the whole job
+        self._fixed = float(cfg.speed_map[self.rank]) if cfg.stragglers == 0 and not any(
+            f.rank == self.rank for f in faults) else None
         self.idle_clock = IdleClock()
         self.orders = OrderClock()  # when the next step's order is due
         self.idle_steps: list[int] = []  # steps this machine idled
@@ -94,6 +97,8 @@ class Machine:
 
     def speed(self, step: int) -> float:
         """This machine's throttle speed at ``step`` (computed once per step)."""
+        if self._fixed is not None:
+            return self._fixed
         if self._speed[0] != step:
             avail = self.schedule[step - 1] if step <= len(self.schedule) else ()
             self._speed = (step, float(true_speed(self.cfg, self.faults, step, avail,
@@ -139,11 +144,12 @@ class Machine:
         """``out[off:off + b - a] = X~_n[a:b] w``, the block's rows as a view, no copy."""
         range_product(self.field, self.block, a, b, w, self.out[off:], self.store.base)
 
-    def task(self, step: int, attempt: int, table: np.ndarray, w: np.ndarray) -> int:
-        """Compute, throttle and answer one TASK; returns the rows computed."""
+    def task(self, step: int, attempt: int, table: list[list[int]], w: np.ndarray) -> int:
+        """Compute, throttle and answer one TASK (``table``: its rows, :mod:`mpi_coded.
+        runtime.cec.tasks`); returns the rows computed."""
         cfg = self.cfg
         per_set = cfg.S > 0
-        pieces = [(int(f), int(a), int(b)) for f, a, b in table.tolist()] if per_set else \
+        pieces = [(f, a, b) for f, a, b in table] if per_set else \
             [(-1, a, b) for a, b in merged_ranges(table)]
         planned = sum(b - a for _, a, b in pieces)
         per_row = cfg.t_row / self.speed(self.real_step(step))
@@ -269,17 +275,16 @@ class Machine:
         cols = 3 if cfg.S > 0 else 2
         if payload is None or payload.ndim != 2 or payload.shape[1] != cols:
             raise P.WireError(f"TASK for step {step} has no (k, {cols}) row-set table")
-        base = self.store.base
-        if payload.size and (payload[:, -2].min() < base or
-                             payload[:, -1].max() > base + self.block.shape[0] or
-                             (payload[:, -1] < payload[:, -2]).any()):
-            raise P.WireError(f"row ranges out of bounds: {payload.tolist()}")
+        table = payload.tolist()  # small: plain ints are quicker to check than numpy's
+        base, top = self.store.base, self.store.base + self.block.shape[0]
+        if any(r[-2] < base or r[-1] > top or r[-1] < r[-2] for r in table):
+            raise P.WireError(f"row ranges out of bounds: {table}")
         _, w = self.next_order({P.Kind.VECTOR}, step, "w_t", active=True)  # sent with TASK
-        want = (int((payload[:, -1] - payload[:, -2]).sum()),) \
+        want = (sum(r[-1] - r[-2] for r in table),) \
             if self.store.transposed(step) else (self.block.shape[1],)
         if w is None or w.shape != want:
             raise P.WireError(f"w_t for step {step} has the wrong shape")
-        self.rows_done[real] = self.rows_done.get(real, 0) + self.task(step, attempt, payload, w)
+        self.rows_done[real] = self.rows_done.get(real, 0) + self.task(step, attempt, table, w)
 
 
 class IdleClock:

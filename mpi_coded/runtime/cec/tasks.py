@@ -40,10 +40,12 @@ def task_tables(plan: StepPlan, per_set: bool = True) -> dict[int, np.ndarray]:
     return {n: np.array(v, dtype=np.int64).reshape(-1, 3)[:, cols] for n, v in rows.items()}
 
 
-def merged_ranges(table: np.ndarray) -> list[tuple[int, int]]:
-    """The table's row ranges with adjacent ones merged (one product per merged range)."""
+def merged_ranges(table: np.ndarray | list[list[int]]) -> list[tuple[int, int]]:
+    """The table's row ranges (its last two columns; an array, or its rows as lists) with
+    adjacent ones merged (one product per merged range)."""
+    rows = table.tolist() if isinstance(table, np.ndarray) else table
     out: list[tuple[int, int]] = []
-    for a, b in table[:, -2:].tolist():
+    for *_, a, b in rows:
         if out and out[-1][1] == a:
             out[-1] = (out[-1][0], b)
         else:

@@ -10,8 +10,9 @@ cluster's launcher enters a host with ``nsenter --net`` without remounting it (t
 sysfs would count the machine's root namespace).  Which interfaces: the one
 ``MPI_CODED_NETWORK`` names in ``iface`` (``eth0`` on an emulated host, whose traffic
 with the other hosts all crosses it), otherwise the sum of every interface but the
-loopback.  ``None`` when nothing can be read (not Linux).  One read is one small file, a
-few microseconds.
+loopback.  ``None`` when nothing can be read (not Linux), or in a job whose link bytes
+mean nothing (:func:`count`: every rank on one host, no described network).  One read is
+one small file, 14-25 us here.
 
 **On the wire** (:func:`span_values`, :func:`span_of`).  A worker reports the counters it
 read at the start and the end of what a statistics record covers as the record's fields
@@ -165,10 +166,21 @@ def reader_from_env() -> LinkReader:
 
 
 _READER: list[LinkReader] = []
+_COUNTING = [True]
+
+
+def count(on: bool) -> None:
+    """Whether :func:`read` reads the counters in this process: a job's ranks turn it
+    off where link bytes mean nothing (:func:`measured`: one host, no described network),
+    so that a task does not read a file whose numbers no record keeps."""
+    _COUNTING[0] = on
 
 
 def read() -> Counters | None:
-    """This host's counters now (:func:`reader_from_env`, made once per process)."""
+    """This host's counters now (:func:`reader_from_env`, made once per process); None
+    when unreadable or not counted (:func:`count`)."""
+    if not _COUNTING[0]:
+        return None
     if not _READER:
         _READER.append(reader_from_env())
     return _READER[0].read()

@@ -18,7 +18,7 @@ from mpi4py import MPI
 
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import RunContext
-from mpi_coded.runtime.core import ulfm
+from mpi_coded.runtime.core import linkstats, ulfm
 from mpi_coded.runtime.core.guard import Phase, guarded, stop_on_sigterm
 from mpi_coded.runtime.core.linkstats import described_network
 from mpi_coded.runtime.core.memory import retain_freed_memory
@@ -75,6 +75,7 @@ def launch(size: int | range, rule: str, wait: str, master: Callable[[MPI.Comm, 
     ulfm.check(fault_tolerance)
     ulfm.enable(fault_tolerance)
     configure(wait, comm)
+    linkstats.count(linkstats.measured(described_network(), POLICY.hosts))
     retain_freed_memory()
 
     def body(phase: Phase) -> int:
