@@ -108,6 +108,15 @@ def test_a_nap_rings_what_this_rank_owes_before_it_sleeps(pair):
     assert b.wait(LONG) is True
 
 
+def test_a_busy_wait_rings_what_this_rank_owes_too(pair):
+    a, b = pair
+    POLICY.bell = a
+    a.later(1)
+    Backoff(hi=0.0).sleep()  # a spinning master still rings the machines it ordered
+    assert a.owed == {}
+    assert b.wait(LONG) is True
+
+
 def test_ring_only_for_the_bells_communicator(pair):
     a, b = pair
     world, other = object(), object()
