@@ -96,6 +96,41 @@ class Table:
               flush=True)
 
 
+@dataclasses.dataclass
+class Totals:
+    """What the summary says of the steps done, summed as each is done: the summary (and
+    the provisional one handed to the watcher after every step) costs the same at step 10
+    and at step 10 000."""
+
+    steps: int = 0
+    verified: bool = True
+    replanned: list[int] = dataclasses.field(default_factory=list)
+    wall_s: float = 0.0
+    predicted_s: float = 0.0
+    overhead_s: float = 0.0
+    oracle_s: float = 0.0
+    true_s: float = 0.0
+    max_ratio: float | None = None  # wall over predicted, steps with no late machine
+    worst_condition: float = 1.0
+    waste: Fraction = Fraction(0)  # transition waste
+
+    def add(self, r: ElasticStep) -> None:
+        self.steps += 1
+        self.verified = self.verified and r.verified
+        if r.replanned:
+            self.replanned.append(r.step)
+        self.wall_s += r.wall_s
+        self.predicted_s += r.predicted_s
+        self.overhead_s += r.wall_s - r.predicted_s
+        self.oracle_s += r.oracle_time_s
+        self.true_s += r.true_time_s
+        if r.predicted_s > 0 and not r.late:
+            ratio = r.wall_s / r.predicted_s
+            self.max_ratio = ratio if self.max_ratio is None else max(self.max_ratio, ratio)
+        self.worst_condition = max(self.worst_condition, r.condition)
+        self.waste += Fraction(r.transition_waste)
+
+
 def _stale(h: P.Header, key: tuple[int, int]) -> bool:
     """An answer of an earlier (step, attempt): a machine re-planned away or cut off."""
     return h.kind in (P.Kind.RESULT, P.Kind.META, P.Kind.PART) and h.step < key[0]
@@ -115,8 +150,7 @@ class Master:
         for n in store.layout.lost if store else ():
             self.cl.absent(n)
         self.schedule = cfg.available_sets()
-        self.done: list[ElasticStep] = []
-        self.waste = Fraction(0)  # the steps' transition waste, summed as they are done
+        self.done = Totals()  # the steps done, summed as they are done
 
     def run(self, phase: Phase, out: str | None, first: int) -> int:
         self.out = out
@@ -143,8 +177,7 @@ class Master:
                 if out and self.work.stateful:  # the state after the step, durably
                     checkpoint.save(out, self.work.state(t, self.job))
                 table.row(rec)
-                self.done.append(rec)
-                self.waste += Fraction(rec.transition_waste)
+                self.done.add(rec)
                 provisional()
         except (CannotGoOn, PluginError) as exc:  # too few machines left, the launcher
             # ended the job, or a plugin failed: the summary says why, unverified
@@ -291,25 +324,21 @@ class Master:
                 machine_steps: dict[str, dict[str, dict[str, Any]]],
                 ended: str | None = None) -> ElasticSummary:
         done = self.done
-        ratios = [r.wall_s / r.predicted_s for r in done if r.predicted_s > 0 and not r.late]
-        overheads = [r.wall_s - r.predicted_s for r in done]
         return ElasticSummary(
-            steps=len(done), first_step=first, policy=self.cfg.policy,
+            steps=done.steps, first_step=first, policy=self.cfg.policy,
             field=self.cl.field.name,
-            all_verified=ended is None and all(r.verified for r in done) and
-            (check is None or check["ok"]), ended_early=ended,
-            replanned_steps=[r.step for r in done if r.replanned],
+            all_verified=ended is None and done.verified and (check is None or check["ok"]),
+            ended_early=ended, replanned_steps=list(done.replanned),
             late_answers_dropped=self.cl.links.dropped,
-            total_wall_s=sum(r.wall_s for r in done),
-            total_predicted_s=sum(r.predicted_s for r in done),
-            max_wall_over_predicted=max(ratios) if ratios else None,
-            overhead_ms_per_step=1e3 * float(np.mean(overheads)) if overheads else None,
-            worst_condition=max([1.0, *(r.condition for r in done)]),
+            total_wall_s=done.wall_s, total_predicted_s=done.predicted_s,
+            max_wall_over_predicted=done.max_ratio,
+            overhead_ms_per_step=1e3 * done.overhead_s / done.steps if done.steps else None,
+            worst_condition=done.worst_condition,
             decoder_cache=steps.decoder_cache(), setup_s=setup.setup_s,
             setup_bytes=setup.setup_bytes, idle=idle, machine_steps=machine_steps,
-            total_transition_waste=str(self.waste),
-            total_oracle_time_s=sum(r.oracle_time_s for r in done),
-            total_true_time_s=sum(r.true_time_s for r in done), workload_check=check,
+            total_transition_waste=str(done.waste),
+            total_oracle_time_s=done.oracle_s, total_true_time_s=done.true_s,
+            workload_check=check,
             lost=list(self.cl.lost), joined=list(self.cl.joined),
             machines_left=list(self.cl.machines) if self.cl.lost else None)
 
