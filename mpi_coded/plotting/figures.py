@@ -204,7 +204,7 @@ class Preset:
 
 
 PRESETS = {
-    "small": Preset(K_T=4, Ts=(1, 4, 12), Ks=(4, 5), m=36, n=24, N=6, field="float64",
+    "small": Preset(K_T=4, Ts=(1, 12), Ks=(4, 5), m=36, n=24, N=6, field="float64",
                     t_row=0.0005, reps=2, part_rows=3, cec_t_row=0.0002, cec_repeats=1,
                     timeout=120),
     "full": Preset(K_T=9, Ts=(1, 3, 10, 30, 90, 360), Ks=(4, 5, 6, 7, 8, 9), m=720, n=720,
