@@ -152,6 +152,26 @@ def run_cli(args: list[str], timeout: float = 60.0) -> Run:
     return run_cmd([sys.executable, "-m", "mpi_coded", *args], timeout)
 
 
+SMALL_CEC_TOML = """job = "cec"
+N = 3
+L = 2
+speeds = [1, 2, 2]
+rows = 840
+cols = 200
+field = "float64"
+policy = "heterogeneous"
+t_row = 0.001
+seed = 0
+timeout_s = 120.0
+
+[availability]
+kind = "schedule"
+schedule = [[1, 2, 3], [1, 3], [2, 3], [1, 2, 3]]
+"""
+"""A small elastic job (``--config``) for the sweeps whose tests check the sweep, not the
+job: 3 machines, 4 steps, 4 ranks a run (the default job, the seed example, has 7)."""
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the GF(2^l) kernels once (numba writes its cache) before any rank needs them.
 

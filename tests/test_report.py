@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, mpiexec_path, run_cli, run_cmd, run_mpi
+from conftest import ROOT, SMALL_CEC_TOML, mpiexec_path, run_cli, run_cmd, run_mpi
 
 PAPER = ROOT / "docs" / "runs" / "paper_size.jsonl"
 CALIBRATION = ROOT / "docs" / "runs" / "calibration.json"
@@ -114,8 +114,10 @@ def examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     r = run_mpi(7, [*CODED_ARGS, "--out", str(files["coded"])], timeout=120)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    r = run_cmd([sys.executable, "scripts/sweep.py", "--grid", "t_row=0,0.0005", "--out",
-                 str(files["sweep"]), "--timeout", "120"], timeout=300)
+    base = d / "base.toml"  # the sweep's job: small (the report reads the sweep, not the job)
+    base.write_text(SMALL_CEC_TOML)
+    r = run_cmd([sys.executable, "scripts/sweep.py", "--grid", "t_row=0,0.0005", "--config",
+                 str(base), "--out", str(files["sweep"]), "--timeout", "120"], timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return files
 

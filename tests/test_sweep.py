@@ -13,31 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, mpiexec_path, processes_matching, run_cmd
+from conftest import ROOT, SMALL_CEC_TOML, mpiexec_path, processes_matching, run_cmd
 from mpi_coded import results
 from mpi_coded.cluster import sweep
 
 GRID = ["--grid", "cols=50,100,200", "--grid", "policy=heterogeneous,cyclic", "--grid", "t_row=0"]
 POINTS = [{"cols": c, "policy": p, "t_row": 0}
           for c, p in itertools.product([50, 100, 200], ["heterogeneous", "cyclic"])]
-SMALL_BASE = """job = "cec"
-N = 3
-L = 2
-speeds = [1, 2, 2]
-rows = 840
-cols = 200
-field = "float64"
-policy = "heterogeneous"
-t_row = 0.001
-seed = 0
-timeout_s = 120.0
-
-[availability]
-kind = "schedule"
-schedule = [[1, 2, 3], [1, 3], [2, 3], [1, 2, 3]]
-"""
-"""The local sweep's base config (``--config``): 3 machines, 4 steps, 4 ranks a run (the
-default job, the seed example, has 7): the sweep's mechanics at a smaller world."""
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -101,7 +83,7 @@ def local_sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sweep")
     out = tmp / "sweep.jsonl"
     base = tmp / "base.toml"
-    base.write_text(SMALL_BASE)
+    base.write_text(SMALL_CEC_TOML)
     r = run_cmd([sys.executable, "scripts/sweep.py", *GRID, "--config", str(base), "--out",
                  str(out), "--timeout", "120"], timeout=300)
     return r, out
