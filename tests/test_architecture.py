@@ -204,7 +204,7 @@ LAYERS: list[tuple[str, ...]] = [
      "mpi_coded.proctree", "mpi_coded.rates",  # rates: the one link-rate parser
      "mpi_coded.config_keys",  # both jobs' config key declarations
      "mpi_coded.registry"),  # name -> scheme, policy or workload
-    ("mpi_coded.fields", "mpi_coded.gf_tables", "mpi_coded.gf_kernels"),
+    ("mpi_coded.fields", "mpi_coded.gf_tables", "mpi_coded.gf_costs", "mpi_coded.gf_kernels"),
     ("mpi_coded.codes",),
     ("mpi_coded.analysis.loads", "mpi_coded.analysis.delay",  # formulas
      "mpi_coded.store"),  # the coded store on disk: files and numpy, no MPI

@@ -33,7 +33,8 @@ from mpi_coded.codes.rs_sub import (
 )
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import GFField, get_field
-from mpi_coded.gf_kernels import _choose, _kernel_costs, product_ns
+from mpi_coded.gf_costs import _kernel_costs, product_ns
+from mpi_coded.gf_costs import choose as _choose
 
 F16 = get_field("gf2^16")
 
@@ -542,3 +543,22 @@ def test_ranks_keep_and_pretouch_their_heap():
     glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     assert kept == str(glibc)
     assert int(touched) == (3 * (16 << 20) + 5 if glibc else 0) and int(none) == 0
+
+
+def test_pricing_a_product_loads_no_gf_kernel():
+    """A float64 rank prices its work (the kernels' own estimate, :mod:`mpi_coded.gf_costs`)
+    without importing the numba kernels (about a second of a rank's start)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from mpi_coded.codes import work\n"
+            "work.product('float64', 500, 500, 500); work.map_product('gf2^8', 600, 600, 600)\n"
+            "print(sorted(m for m in ('numba', 'mpi_coded.gf_kernels') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    from mpi_coded import gf_costs, gf_kernels
+
+    assert gf_kernels.product_ns is gf_costs.product_ns  # one model, the kernels' own
+    assert gf_costs.product_ns(64, 64, 64, 8) > 0 and gf_costs.product_ns(0, 5, 5, 8) == 0.0

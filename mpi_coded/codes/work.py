@@ -31,6 +31,7 @@ from mpi_coded.codes.prices import (
     Price,
     parse_key,
 )
+from mpi_coded.gf_costs import product_ns
 
 Table = CostTable | Mapping[str, float] | Mapping[Price, float] | None
 """What :func:`price` and the cost rules take: a :class:`CostTable`, a mapping of some of
@@ -143,10 +144,8 @@ def map_product(field: str, rows: int, n: int, N: int) -> list[Work]:
 
 
 def _product_ns(m: int, k: int, n: int, degree: int) -> float:
-    """:func:`mpi_coded.gf_kernels.product_ns`, imported when first priced: the GF kernels
-    bring numba (about a second of every rank's start), which a float64 job never needs."""
-    from mpi_coded.gf_kernels import product_ns
-
+    """:func:`mpi_coded.gf_costs.product_ns`: the kernels' own estimate, without the
+    kernels (numba: about a second of a rank's start, which a float64 job never needs)."""
     return product_ns(m, k, n, degree)
 
 

@@ -81,7 +81,7 @@ def product_price(f: Any, shapes: Sequence[tuple[int, int, int]],
     over its estimate; of the shapes, the geometric mean, so that every shape counts the
     same (a sum would be the largest shape's price, and under-price the short products a
     code with many partitions runs by 1.3-1.6x: docs/benchmarks.md)."""
-    from mpi_coded.gf_kernels import product_ns
+    from mpi_coded.gf_costs import product_ns
 
     logs = []
     for m_, k_, n_ in shapes:
