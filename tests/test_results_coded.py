@@ -28,7 +28,7 @@ from mpi_coded.results import (
 RUN = RunContext(host="node-7", python="3.11.2", platform="Linux", numpy="2.0",
                  mpi_coded="0.9", mpi="MPICH Version: 4.2", world_size=7, wait_mode="polite",
                  idle_sleep_s=0.002, active_sleep_s=0.0, dormant_sleep_s=0.005, ranks_on_node=7,
-                 cores=2, doorbells=7,
+                 cores=2,
                  network={"cluster": "t1", "transport": "tcp", "rates": {"t1-node1": 1e8}})
 
 JOB = from_mapping({"scheme": "unified", "K": 6, "q": 4, "mu": "1/2", "rows_per_batch": 4,

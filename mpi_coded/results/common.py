@@ -49,9 +49,6 @@ class RunContext(Part):
     dormant_sleep_s: float | None = optional()
     ranks_on_node: int | None = optional()
     cores: int | None = optional()
-    doorbells: int | None = optional()
-    """The ranks whose messages ring rank 0's bell, itself included (0: no bell, every wait
-    timed; :mod:`mpi_coded.runtime.core.doorbell`); absent in lines of older runtimes."""
     network: dict[str, Any] | None = optional()
     """The network the job ran on: an emulated cluster's name, hosts, rates, transport and
     interface (``mpi-coded cluster run`` exports it as ``MPI_CODED_NETWORK``), else

@@ -35,14 +35,7 @@ from mpi4py import MPI
 
 from mpi_coded.runtime.core import ulfm, wire
 from mpi_coded.runtime.core.inbox import Inbox, Msg
-from mpi_coded.runtime.core.wait import (
-    POLICY,
-    Backoff,
-    DeadlineExceeded,
-    deadline_in,
-    rung_by,
-    wait_all,
-)
+from mpi_coded.runtime.core.wait import POLICY, Backoff, DeadlineExceeded, deadline_in, wait_all
 
 MASTER = 0
 
@@ -100,11 +93,6 @@ class Peers:
         self.inbox[r] = Inbox(inter, 0, name=r)
         self.host[r] = "?"
         self.lost.pop(r, None)
-
-    def rings(self, r: int) -> bool:
-        """Whether peer ``r``'s messages ring this rank's bell (not a spawned peer's: it
-        has no bell of this job, :mod:`mpi_coded.runtime.core.doorbell`)."""
-        return r not in self.joined and rung_by(r)
 
     def isend(self, r: int, kind: wire.Kind, step: int, arr: np.ndarray | None = None,
               aux: int = 0) -> list[MPI.Request]:
@@ -238,7 +226,7 @@ class Peers:
         between empty rounds (:data:`POLICY`).
         """
         owing = owed or who
-        backoff = POLICY.backoff(active=True, rung=all(self.rings(r) for r in owing()))
+        backoff = POLICY.backoff(active=True)
         while not done():
             msgs = self.arrived(who(), hard)
             for msg in msgs:  # what is in is taken, then the deadlines are checked: a

@@ -47,21 +47,10 @@ after this step's.  Until then the machine sleeps in a few halving steps (no run
 sleeps after each answer: on 64 ranks and 2 cores those wake-ups took the cores from the
 work), and near it polls at the active cap where the node is not much oversubscribed.  No
 sleep is longer than the cap it would have had, so the bounds above hold.
-
-Where a node runs at most :data:`BELLS_PER_CORE` ranks per core, every sleep here is a
-sleep *on the rank's bell* (:func:`nap`, :mod:`mpi_coded.runtime.core.doorbell`): a
-message from a rank of the same node rings it, and the wait tests at once instead of at
-the end of its sleep.  There a worker whose master rings it needs no expectation (it
-sleeps at its cap until rung), and a master whose every awaited peer rings it sleeps up to
-the idle cap while it collects (:meth:`WaitPolicy.backoff` with ``rung``).  Measured with
-7 ranks on 2 cores (``scripts/bench_scale.py``, alternating runs): 2.2-2.7 ms of elastic
-overhead a step with bells, 2.5-3.3 without.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -70,7 +59,6 @@ from dataclasses import dataclass
 from mpi4py import MPI
 
 from mpi_coded.runtime.core import ulfm
-from mpi_coded.runtime.core.doorbell import Doorbell, bell_domain
 from mpi_coded.wait_modes import choose_mode
 
 MIN_SLEEP = 1e-5
@@ -114,14 +102,10 @@ class Backoff:
         self.delay = self.lo
 
     def sleep(self) -> None:
-        if self.hi <= 0:  # busy: no sleep, but the rings this rank owes go out
-            if POLICY.bell is not None:
-                POLICY.bell.flush()
+        if self.hi <= 0:
             return
-        if nap(self.delay):  # rung: a message is in, test again soon if it is not whole
-            self.delay = min(self.hi, MIN_SLEEP)
-        else:
-            self.delay = min(self.hi, self.delay * 2)
+        time.sleep(self.delay)
+        self.delay = min(self.hi, self.delay * 2)
 
 
 class Expecting(Backoff):
@@ -146,11 +130,11 @@ class Expecting(Backoff):
     def sleep(self) -> None:
         left = self.due - time.perf_counter()
         if left > 0:  # half the time left: an early order costs at most half of it
-            nap(min(self.hi, max(self.near, left / 2)))
+            time.sleep(min(self.hi, max(self.near, left / 2)))
         elif -left < self.window:
-            nap(min(self.hi, self.near))
+            time.sleep(min(self.hi, self.near))
         else:
-            nap(self.hi)
+            time.sleep(self.hi)
 
 
 EXPECT_EARLY = 0.8
@@ -187,11 +171,7 @@ class OrderClock:
 
     def backoff(self, hi: float) -> Backoff | None:
         """The wait for the next order (:class:`Expecting`, sleeps capped at ``hi``), or None
-        while nothing is expected (no period known, no first order due).  A worker whose
-        master rings its bell (:func:`rung_by`) sleeps at ``hi`` throughout: the ring wakes
-        it when the order comes, so no expectation is needed."""
-        if rung_by(0):
-            return Backoff(lo=hi, hi=hi)
+        while nothing is expected (no period known, no first order due)."""
         if self.last is not None and self.periods:
             period = min(self.periods)
             return Expecting(self.last[1] + EXPECT_EARLY * period, window=period, hi=hi)
@@ -215,8 +195,6 @@ class WaitPolicy:
     dormant_sleep: float = DORMANT_SLEEP
     ranks_on_node: int = 1
     cores: int = 1
-    bell: Doorbell | None = None  # this rank's bell (:mod:`mpi_coded.runtime.core.doorbell`)
-    bell_comm: MPI.Comm | None = None  # the communicator whose ranks the bell's peers are
     hosts: tuple[str, ...] = ()  # every rank's host name (gathered with the machine keys)
 
     @property
@@ -226,28 +204,20 @@ class WaitPolicy:
         the idle cap (dozens of ranks polling fast would take the cores from the work)."""
         return self.active_sleep if self.idle_sleep <= MAX_SLEEP else self.idle_sleep
 
-    def backoff(self, active: bool = False, dormant: bool = False,
-                rung: bool = False) -> Backoff:
+    def backoff(self, active: bool = False, dormant: bool = False) -> Backoff:
         """A backoff for one wait; ``active``: this rank expects answers now; ``dormant``:
-        it has no part until its next order (ignored when ``active``); ``rung``: every
-        message awaited rings this rank's bell, so an active wait sleeps up to the idle cap
-        (a ring ends the sleep) instead of waking every ``active_sleep`` to test."""
+        it has no part until its next order (ignored when ``active``)."""
         if active:
-            if self.mode == "busy":
-                return Backoff(hi=0.0)
-            return Backoff(hi=self.idle_sleep if rung and self.bell is not None
-                           else self.active_sleep)
+            return Backoff(hi=0.0 if self.mode == "busy" else self.active_sleep)
         if dormant:  # nothing is due soon: no short first sleeps
             return Backoff(lo=self.idle_sleep, hi=self.dormant_sleep)
         return Backoff(hi=self.idle_sleep)
 
     def to_dict(self) -> dict[str, float | int | str]:
         """What this rank resolved (for a results file's config line)."""
-        sleeps = {"idle_sleep_s": self.idle_sleep, "active_sleep_s": self.active_sleep,
-                  "dormant_sleep_s": self.dormant_sleep}
-        return {"wait_mode": self.mode, **sleeps, "ranks_on_node": self.ranks_on_node,
-                "cores": self.cores,
-                "doorbells": 0 if self.bell is None else len(self.bell.peers) + 1}
+        return {"wait_mode": self.mode, "idle_sleep_s": self.idle_sleep,
+                "active_sleep_s": self.active_sleep, "dormant_sleep_s": self.dormant_sleep,
+                "ranks_on_node": self.ranks_on_node, "cores": self.cores}
 
 
 POLICY = WaitPolicy()
@@ -259,6 +229,8 @@ def machine_key() -> str:
     every namespace and container of one kernel, so emulated hosts (network namespaces
     with their own host names, ``mpi-coded cluster``) sharing one machine's cores count
     as one node; the host name where the boot id is unreadable."""
+    import socket
+
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()
@@ -271,12 +243,13 @@ def configure(mode: str, comm: MPI.Comm) -> str:
     """Resolve ``mode`` for this rank (``auto`` from ranks on the node and its cores) and its
     idle cap (:func:`idle_cap`); returns the mode.  A node is a physical machine
     (:func:`machine_key`), not a host name: emulated hosts on one machine share its cores."""
-    rank = comm.Get_rank()
-    token = os.urandom(6).hex() if rank == 0 else ""
-    found = comm.allgather((machine_key(), bell_domain(), token, socket.gethostname()))
-    keys = [k for k, _, _, _ in found]
-    POLICY.hosts = tuple(h for _, _, _, h in found)
-    ranks_on_node = keys.count(keys[rank])
+    import os
+    import socket
+
+    found = comm.allgather((machine_key(), socket.gethostname()))
+    keys = [k for k, _ in found]
+    POLICY.hosts = tuple(h for _, h in found)
+    ranks_on_node = keys.count(keys[comm.Get_rank()])
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
@@ -286,50 +259,7 @@ def configure(mode: str, comm: MPI.Comm) -> str:
     POLICY.idle_sleep = idle_cap(ranks_on_node, cores)
     POLICY.active_sleep = ACTIVE_MAX_SLEEP
     POLICY.dormant_sleep = dormant_cap(POLICY.idle_sleep)
-    mine = found[rank][1]
-    if POLICY.bell is not None:
-        POLICY.bell.close()
-    POLICY.bell = POLICY.bell_comm = None
-    if mine and os.environ.get(DOORBELL_ENV, "1") != "0" and \
-            ranks_on_node <= BELLS_PER_CORE * cores:
-        peers = [r for r, (_, domain, _, _) in enumerate(found) if domain == mine]
-        POLICY.bell, POLICY.bell_comm = Doorbell(found[0][2], rank, peers), comm
     return POLICY.mode
-
-
-DOORBELL_ENV = "MPI_CODED_DOORBELL"
-"""``0`` turns the doorbells off (every wait timed, as on a node without them)."""
-BELLS_PER_CORE = 4
-"""Ranks have bells while a node runs at most this many per core (where the idle cap is
-the least, :func:`idle_cap`).  Beyond, a master's rings wake its dozens of machines at
-once, and the runnable crowd kept the master from the cores longer than the timed wake-ups
-did (64 ranks on 2 cores, ``scripts/bench_scale.py``: 26-31 ms a step with bells against
-23-24 without; 7 ranks: 2.2-2.7 against 2.5-3.3)."""
-
-
-def nap(seconds: float) -> bool:
-    """Sleep ``seconds``, on this rank's bell if it has one (the rings this rank owes are
-    rung first); True if it was rung."""
-    bell = POLICY.bell
-    if bell is None:
-        time.sleep(seconds)
-        return False
-    bell.flush()
-    return bell.wait(seconds)
-
-
-def ring(comm: MPI.Comm, rank: int) -> None:
-    """Ring ``rank``'s bell (a rank of ``comm``) for a message posted to it, at this rank's
-    next sleep (:meth:`Doorbell.later`): nothing unless it shares this rank's bell domain."""
-    bell = POLICY.bell
-    if bell is not None and (comm is POLICY.bell_comm or comm == POLICY.bell_comm):
-        bell.later(rank)
-
-
-def rung_by(rank: int) -> bool:
-    """Whether ``rank``'s messages to this rank ring its bell."""
-    bell = POLICY.bell
-    return bell is not None and rank in bell.peers
 
 
 def deadline_in(seconds: float) -> float:
@@ -357,10 +287,8 @@ def sleep_until(t_end: float, interrupt: Callable[[], bool]) -> bool:
         left = t_end - time.perf_counter()
         if left <= 0:
             return False
-        if nap(min(left, backoff.delay)):
-            backoff.delay = MIN_SLEEP
-        else:
-            backoff.delay = min(backoff.hi, backoff.delay * 2)
+        time.sleep(min(left, backoff.delay))
+        backoff.delay = min(backoff.hi, backoff.delay * 2)
 
 
 def wait_all(reqs: Sequence[MPI.Request], deadline: float, what: str,

@@ -38,7 +38,7 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.runtime.core import ulfm
-from mpi_coded.runtime.core.wait import poll_until, ring, wait_all
+from mpi_coded.runtime.core.wait import poll_until, wait_all
 
 MAGIC = 0x4D5043  # "MPC"
 HEADER_WORDS = 8
@@ -152,7 +152,6 @@ def isend_packed(comm: MPI.Comm, dest: int, packed: tuple[np.ndarray, np.ndarray
         reqs.append(comm.Isend(h, dest=dest, tag=TAG_HEADER))
         if payload is not None:
             reqs.append(comm.Isend(payload, dest=dest, tag=TAG_PAYLOAD))
-        ring(comm, dest)  # a rank of this node sleeps on its bell (doorbell module)
     except MPI.Exception as exc:  # ulfm: MPI knows ``dest`` dead, nothing is sent to it
         if not ulfm.is_failure(exc):
             raise
