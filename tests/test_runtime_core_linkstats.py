@@ -305,3 +305,20 @@ def test_a_linreg_step_adds_both_products_link_bytes():
     unmeasured = results.ElasticStep(step=1, policy="cyclic", available=[1],
                                      predicted_s=1.0, wall_s=1.0, verified=True)
     assert a.with_transpose(unmeasured, 0.0).link is None
+
+
+def test_a_job_whose_link_bytes_mean_nothing_reads_no_counters():
+    """``count(False)`` (a one-host job without a described network, runtime/core/run.py):
+    :func:`read` returns None at once, so a machine's task reads no file for numbers no
+    record keeps; the records carry -1 (unread), as where nothing can be read."""
+    linkstats.count(False)
+    try:
+        assert linkstats.read() is None
+        assert linkstats.span_values(linkstats.read(), linkstats.read()) == \
+            dict.fromkeys(("link_sent0", "link_received0", "link_sent1", "link_received1"),
+                          linkstats.UNREAD)
+    finally:
+        linkstats.count(True)
+    assert linkstats.measured(None, ["a", "a"]) is False
+    assert linkstats.measured({"emulated": True}, ["a"]) is True
+    assert linkstats.measured(None, ["a", "b"]) is True
