@@ -15,6 +15,9 @@ Runs mpiexec itself (all figures from one run of this script):
    with exact fractions and with integer rows (``rows = 10 L``): the median of 5
    runs, timed by ``scripts/bench_planner.py``'s ``planner_ms``.
 
+First ``--warmup`` jobs (default 1) of the first world size, not counted: in one run the
+first 7-rank job measured 2.4-3.0 ms a step and the same job right after 1.4-2.1,
+whichever ``wait`` ran first (file caches, the VM's idle cores waking; pyperf's warmups).
 Progress goes to stdout line by line; the last line is one JSON object with
 ``overhead_ms_<ranks>`` (auto), ``overhead_ms_<ranks>_polite``, the median and
 the mean ``collect``/``decode`` parts of each, ``planner_ms_N1000``,
@@ -47,7 +50,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -160,33 +162,11 @@ def overhead(tmp: Path, world: int, wait: str, steps: int, seed: int,
     return res
 
 
-def planner_instance(n: int, n_avail: int, seed: int = 0
-                     ) -> tuple[dict[int, Fraction], list[int]]:
-    rng = random.Random(seed)
-    speeds = {i: Fraction(str(SPEED_CYCLE[(i - 1) % len(SPEED_CYCLE)])) for i in range(1, n + 1)}
-    return speeds, sorted(rng.sample(range(1, n + 1), n_avail))
+def planner_ms(n: int, n_avail: int, L: int, rows: int | None) -> float:
+    """Median wall time of ``make_plan`` (ms): ``scripts/bench_planner.py``'s, 5 runs."""
+    import bench_planner
 
-
-def planner_ms(n: int, n_avail: int, L: int, rows: int | None, budget_s: float = 3.0) -> float:
-    """Median wall time of ``make_plan`` (ms): ``bench_planner.planner_ms`` (5 runs) if that
-    script is there, else repeated here until ``budget_s`` is spent (<= 7 runs)."""
-    if (Path(__file__).resolve().parent / "bench_planner.py").exists():
-        import bench_planner
-
-        return float(bench_planner.planner_ms("heterogeneous", n, n_avail, L, rows, "cycle",
-                                              5)[0])
-    from mpi_coded.cec.plan import make_plan
-
-    speeds, avail = planner_instance(n, n_avail)
-    times: list[float] = []
-    spent = 0.0
-    while len(times) < 7 and (spent < budget_s or len(times) < 3) and spent < 10 * budget_s:
-        t0 = time.perf_counter()
-        make_plan("heterogeneous", speeds, L, avail, rows=rows)
-        dt = time.perf_counter() - t0
-        times.append(dt)
-        spent += dt
-    return 1e3 * statistics.median(times)
+    return float(bench_planner.planner_ms("heterogeneous", n, n_avail, L, rows, "cycle", 5)[0])
 
 
 def plot(results: dict[str, Any], worlds: list[int], waits: list[str], path: Path) -> None:
@@ -222,6 +202,7 @@ def main() -> int:
                     help="MPI world sizes (ranks), comma separated")
     ap.add_argument("--waits", default="auto,polite", help="wait settings to run")
     ap.add_argument("--steps", type=int, default=STEPS)
+    ap.add_argument("--warmup", type=int, default=1, help="jobs run first and not counted")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mpiexec run")
     ap.add_argument("--no-planner", action="store_true", help="skip the planner timings")
@@ -250,6 +231,9 @@ def main() -> int:
         f"launcher: {' '.join(launcher()[0])}")
     runs = []
     with tempfile.TemporaryDirectory() as d:
+        for _ in range(args.warmup):  # the first job after idle ran slower, whatever its mode
+            say("warm-up job (not counted):")
+            overhead(Path(d), worlds[0], waits[0], args.steps, args.seed, args.timeout)
         for wait in waits:
             for world in worlds:
                 r = overhead(Path(d), world, wait, args.steps, args.seed, args.timeout,
