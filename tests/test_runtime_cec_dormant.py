@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from mpi_coded.runtime.cec.machine import IdleClock, Machine
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.wait import POLICY, Expecting, OrderClock
+from mpi_coded.runtime.core.wait import FIRST_ORDER_WINDOW, POLICY, Expecting, OrderClock
 
 
 class FakeMaster:
@@ -63,8 +63,10 @@ def test_a_machine_expects_the_next_order_once_it_has_seen_a_period():
     m.idle_clock.stop()
     m.next_order()
     seen = m.master.backoff  # type: ignore[attr-defined]
-    assert seen[:2] == [None, None]
-    assert all(isinstance(b, Expecting) for b in seen[2:])
+    assert seen[0] is None  # no order yet, none due
+    assert all(isinstance(b, Expecting) for b in seen[1:])
+    assert seen[1].window == FIRST_ORDER_WINDOW  # one order in: the next as the first
+    assert seen[2].window != FIRST_ORDER_WINDOW  # from then on, one period after the last
     assert seen[3].hi == POLICY.dormant_sleep and seen[4].hi == POLICY.idle_sleep
 
 
@@ -72,7 +74,8 @@ def test_a_machine_expects_its_first_order_right_after_ready():
     m = a_machine()
     m.orders.expect_soon(0.1)  # what Machine.run does after READY
     m.next_order()
-    m.next_order()  # step 2: no period known yet, nothing expected
+    m.next_order()  # step 2: no period known yet, expected as the first was
     first, second = m.master.backoff  # type: ignore[attr-defined]
     assert isinstance(first, Expecting) and first.window == 0.1 and first.hi == POLICY.idle_sleep
-    assert second is None
+    assert isinstance(second, Expecting) and second.window == FIRST_ORDER_WINDOW
+    assert m.orders.last is not None and second.due <= m.orders.last[1]  # from order 1

@@ -331,12 +331,15 @@ def test_wait_order_clock_expects_from_one_period_or_a_first_order_due_now(monke
     oc.expect_soon(0.1)
     b = oc.backoff(1e-3)  # due now: near polls for 0.1 s, then the cap
     assert isinstance(b, Expecting) and (b.due, b.window, b.hi) == (5.0, 0.1, 1e-3)
+    clock.now = 5.001
     oc.arrived(1)
-    assert oc.soon is None and oc.backoff(1e-3) is None  # one order: no period yet
+    assert oc.soon is None  # one order, no period yet: the next is expected as the first
+    b = oc.backoff(1e-3)
+    assert isinstance(b, Expecting) and (b.due, b.window) == (5.001, wait.FIRST_ORDER_WINDOW)
     clock.now = 5.02
     oc.arrived(2)
     b = oc.backoff(1e-3)
-    assert isinstance(b, Expecting) and b.due == pytest.approx(5.02 + wait.EXPECT_EARLY * 0.02)
+    assert isinstance(b, Expecting) and b.due == pytest.approx(5.02 + wait.EXPECT_EARLY * 0.019)
 
 
 @pytest.mark.parametrize("idle,near", [(MAX_SLEEP, ACTIVE_MAX_SLEEP), (8e-3, 8e-3)])
