@@ -134,6 +134,7 @@ def overhead(tmp: Path, world: int, wait: str, steps: int, seed: int,
              timeout: float, profile: Path | None = None) -> dict[str, Any]:
     cfg = tmp / f"scale_{world}_{wait}.toml"
     out = tmp / f"scale_{world}_{wait}.jsonl"
+    out.unlink(missing_ok=True)  # results are appended: a warm-up's steps are not this job's
     write_config(cfg, world, wait, steps, seed)
     prof = profile / f"master_{world}_{wait}.prof" if profile else None
     job_s = run_job(world, cfg, out, timeout,
