@@ -548,14 +548,14 @@ def test_ranks_keep_and_pretouch_their_heap():
 def test_pricing_a_product_loads_no_gf_kernel():
     """A float64 rank prices its work (the kernels' own estimate, :mod:`mpi_coded.gf_costs`)
     without importing the numba kernels (about a second of a rank's start)."""
-    import subprocess
     import sys
+
+    from conftest import run_cmd
 
     code = ("import sys; from mpi_coded.codes import work\n"
             "work.product('float64', 500, 500, 500); work.map_product('gf2^8', 600, 600, 600)\n"
             "print(sorted(m for m in ('numba', 'mpi_coded.gf_kernels') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    out = run_cmd([sys.executable, "-c", code], timeout=120)  # a fresh interpreter
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
     from mpi_coded import gf_costs, gf_kernels
