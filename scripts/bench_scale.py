@@ -15,9 +15,9 @@ Runs mpiexec itself (all figures from one run of this script):
    with exact fractions and with integer rows (``rows = 10 L``): the median of 5
    runs, timed by ``scripts/bench_planner.py``'s ``planner_ms``.
 
-First ``--warmup`` jobs (default 1) of the first world size, not counted: in one run the
-first 7-rank job measured 2.4-3.0 ms a step and the same job right after 1.4-2.1,
-whichever ``wait`` ran first (file caches, the VM's idle cores waking; pyperf's warmups).
+First ``--warmup`` jobs (default 1) of the first world size, not counted (as pyperf's
+warmups): without one, the first 7-rank job of a run measured 2.4-3.0 ms a step and the
+same job later in the run 1.4-2.1, whichever ``wait`` ran first (cause not found).
 Progress goes to stdout line by line; the last line is one JSON object with
 ``overhead_ms_<ranks>`` (auto), ``overhead_ms_<ranks>_polite``, the median and
 the mean ``collect``/``decode`` parts of each, ``planner_ms_N1000``,
