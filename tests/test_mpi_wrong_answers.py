@@ -194,3 +194,21 @@ def test_a_stored_block_overwritten_mid_run_is_rebuilt_and_its_machine_back(tmp_
                         str(tmp_path / "again.jsonl")], timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "corrupt" not in again.stderr
+
+
+def test_a_lying_plugin_fault_mode_is_one_file_and_is_located(tmp_path: Path) -> None:
+    """examples/liar.py (imports only mpi_coded.plugin): every answer of rank 2 negated from
+    step 2 on; S = 1: located with the spare answers at step 2, quarantined; caught again
+    at its probe: lost for the job; every step verified."""
+    cfg = config(tmp_path, [ALL] * 7, "S = 1")
+    out = tmp_path / "out.jsonl"
+    liar = str(Path(__file__).resolve().parent.parent / "examples" / "liar.py")
+    r = run_mpi(7, ["--plugin", liar, "run", "cec", "--config", str(cfg), "--out", str(out),
+                    "--fault", "negate:2:2"], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = of_kind(out, "step")
+    assert all(s["verified"] for s in steps) and not steps[0]["wrong_answers"]
+    assert {a["machine"] for a in steps[1]["wrong_answers"]} == {2}
+    events = [e["event"] for s in steps for e in s["quarantine"]]
+    assert events == ["caught", "block-good", "caught", "lost"], events
+    assert steps[-1]["quarantined"] == [2]
