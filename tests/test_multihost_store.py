@@ -49,6 +49,25 @@ def test_a_lost_host_costs_a_relaunch_not_the_job() -> None:
         assert m["hangs"] == 0 and m["failed"] == 0, (case, m, r.stderr)
         assert m["unverified"] == 0 and m["lost"] == 0 and m["repeated"] == 0, (case, m)
         assert m["bytes_resent"] == 0 and m["relaunch_p50_s"] is not None, (case, m)
+        assert m["needless_relaunches"] == 0, (case, m, r.stderr)
+
+
+def test_a_host_lost_early_in_a_long_job_costs_one_relaunch() -> None:
+    """The host killed after 2 of 40 steps, three times: the relaunched job, healthy, runs
+    its 38 steps (about 8 s, more than the 5 s the supervisor gives a launcher once the
+    job's summary is written) to the end in one relaunch.  The summary the first launch's
+    master leaves (its watcher's, written a few ms after the launcher ended, often after the
+    relaunch began) once ended the relaunched job: about half the runs relaunched twice."""
+    _need_namespaces()
+    name = f"se{os.getpid() % 10000:04d}"
+    r = run_cmd([sys.executable, str(ROOT / "scripts" / "bench_survival.py"), "--runs", "3",
+                 "--cases", "host", "--steps", "40", "--after", "2", "--name", name],
+                timeout=500)
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = json.loads(r.stdout.strip().splitlines()[-1])["matrix"]["host"]
+    assert m["needless_relaunches"] == 0 and m["failed"] == 0 and m["hangs"] == 0, \
+        (m, r.stderr)
+    assert m["unverified"] == 0 and m["lost"] == 0 and m["repeated"] == 0, m
 
 
 SLURM_JOB = """job = "cec"
