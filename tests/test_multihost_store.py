@@ -103,9 +103,11 @@ def _batch_done(env: dict[str, str], job: str, timeout: float) -> dict[str, str]
 @pytest.mark.timeout(900)
 def test_under_slurm_a_lost_node_costs_a_relaunch_on_the_nodes_left() -> None:
     """``sbatch -N 4 --no-kill`` of slurm/cec.sh with ``RELAUNCH=2`` and a store of one
-    directory per node: node 3 killed mid-run (its slurmd and ranks); the batch script
-    finds the nodes left with SLURM's own means (sinfo, a one-task step on each) and
-    relaunches there with --resume; the job is COMPLETED, every step verified once."""
+    directory per node that no one wrote: the batch script writes each node's blocks on
+    that node (one task per node, ``store write --this-host --if-missing``), then node 3 is
+    killed mid-run (its slurmd and ranks); the batch script finds the nodes left with
+    SLURM's own means (sinfo, a one-task step on each) and relaunches there with --resume;
+    the job is COMPLETED, every step verified once, no block ever sent."""
     _need_namespaces()
     _need_slurm()
     if mpi_flavor() != "mpich":
@@ -119,15 +121,11 @@ def test_under_slurm_a_lost_node_costs_a_relaunch_on_the_nodes_left() -> None:
         cfg.write_text(SLURM_JOB)
         store = str(work / "store" / "{host}")
         hosts = [f"{c.name}-node{k}" for k in range(1, 5)]
-        w = run_cmd([sys.executable, "-m", "mpi_coded", "store", "write", "--config",
-                     str(cfg), "--out", store, "--hosts", ",".join(hosts[1:] + hosts[:1])],
-                    120)
-        assert w.returncode == 0, w.stderr
         out = work / "cec.jsonl"
         r = run_cmd(["sbatch", "--parsable", "-N", "4", "--ntasks=5", "--no-kill",
                      f"--output={work}/job-%j.out", "slurm/cec.sh"], 60,
                     env={**env, "LAUNCHER": "mpiexec", "RELAUNCH": "2",
-                         "CEC_CONFIG": str(cfg), "CEC_ARGS": f"--store {store}",
+                         "CEC_CONFIG": str(cfg), "CEC_STORE": store,
                          "MPI_CODED_ROOT": str(ROOT), "MPI_CODED_PYTHON": sys.executable,
                          "RESULTS_DIR": str(work), "OUT": str(out)})
         assert r.returncode == 0, r.stderr
@@ -148,12 +146,17 @@ def test_under_slurm_a_lost_node_costs_a_relaunch_on_the_nodes_left() -> None:
         assert fields["JobState"] in ("COMPLETED", "COMPLETING"), (fields, log)
         assert fields["ExitCode"] == "0:0", log
         assert "relaunch 1 on" in log, log
+        write = next(x for x in log.splitlines() if " store write " in x)
+        assert write.startswith("+ srun --nodes=4 --ntasks=4 --ntasks-per-node=1"), write
+        for k, h in enumerate(hosts):  # the master's node (1) holds one block, and so on
+            blocks = sorted(p.name for p in (work / "store" / h).glob("block-*.npy"))
+            assert blocks == [f"block-{(k + 3) % 4 + 1}.npy"], (h, blocks, log)
         lines = [json.loads(x) for x in out.read_text().splitlines() if x.strip()]
         steps = [int(x["step"]) for x in lines if x.get("kind") == "step"]
         assert sorted(steps) == list(range(1, 31)), steps
         assert all(x["verified"] for x in lines if x.get("kind") == "step")
         setups = [x for x in lines if x.get("kind") == "setup"]
-        assert len(setups) >= 2 and setups[-1]["setup_bytes"] == 0
+        assert len(setups) >= 2 and all(x["setup_bytes"] == 0 for x in setups), setups
         assert hosts[2] not in setups[-1]["hosts"].values(), setups[-1]["hosts"]
     finally:
         c.down()
