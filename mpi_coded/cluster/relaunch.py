@@ -199,12 +199,12 @@ def own_summary(lines: Sequence[dict[str, Any]]) -> bool:
     before did no step and its master outlived its launcher by the new job's whole start."""
     from mpi_coded.results import CEC, CONFIG, SUMMARY, kind_of, records
 
-    first: int | None = None
+    first: object = None
     for r in records(lines, job=CEC):
         if kind_of(r) == CONFIG:
-            first = int(r.get("first_step", 1))
+            first = r.get("first_step", 1)
         elif kind_of(r) == SUMMARY and first is not None and \
-                int(r.get("first_step", 1)) == first:
+                r.get("first_step", 1) == first:
             return True
     return False
 
