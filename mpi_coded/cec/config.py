@@ -123,6 +123,9 @@ class CECConfig:
                                 "(docs/theory.md A.9) sits out this many steps, its block "
                                 "checked (and rebuilt when corrupt), then is planned on "
                                 "probation; `>= 1`")
+    mercurial_strikes: int = key(2, omit_default=True, doc="a machine caught answering wrong "
+                                 "this many times with an intact block (a mercurial core) is "
+                                 "lost for the job; `>= 1`")
     stragglers: int = key(0, omit_default=True, doc="a scenario: each step this many "
                            "available machines (seeded draw) run slower; `0..N`")
     straggler_factor: float = key(5.0, omit_default=True, doc="how much slower a random "
@@ -304,6 +307,8 @@ class CECConfig:
         require(self.suspect_after >= 1, "suspect_after", "must be >= 1", self.suspect_after)
         require(self.quarantine_steps >= 1, "quarantine_steps", "must be >= 1",
                 self.quarantine_steps)
+        require(self.mercurial_strikes >= 1, "mercurial_strikes", "must be >= 1",
+                self.mercurial_strikes)
         require(0 <= self.stragglers <= self.N, "stragglers", f"must be in 0..N={self.N}",
                 self.stragglers)
         require(self.straggler_factor >= 1, "straggler_factor", "must be >= 1",

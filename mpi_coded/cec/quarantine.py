@@ -8,7 +8,7 @@ lost for the job (docs/theory.md, A.9).
   peers, or sent again by a master that holds ``X``); the wrong answers are its fault,
   not the machine's, so it earns no strike.
 * A **good block** earns a strike: the machine computed wrong with the right data (a
-  mercurial core).  Its second strike loses it for the job.
+  mercurial core).  Its second strike (``mercurial_strikes``) loses it for the job.
 * After sitting out, the machine is planned again **on probation**: its answers of that
   step (its *probe products*) are re-encoded against the verified result; clean, it is
   **re-admitted**; wrong, it is caught again.
@@ -31,7 +31,8 @@ CAUGHT, BLOCK_GOOD, BLOCK_REPAIRED, READMITTED, LOST = (
     "caught", "block-good", "block-repaired", "readmitted", "lost")
 """The events of a quarantine (the step record's ``quarantine`` list)."""
 STRIKES = 2
-"""Times caught with a good block before a machine is lost for the job."""
+"""Times caught with a good block before a machine is lost for the job (the default of
+``mercurial_strikes``)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Quarantine:
     """The master's record of machines caught answering wrong (module docstring)."""
 
     out_steps: int = 2
+    strikes_lost: int = STRIKES
     since: dict[int, int] = field(default_factory=dict)  # quarantined -> step caught
     probation: set[int] = field(default_factory=set)
     strikes: dict[int, int] = field(default_factory=dict)
@@ -55,6 +57,7 @@ class Quarantine:
 
     def __post_init__(self) -> None:
         require(self.out_steps >= 1, "quarantine_steps", "must be >= 1", self.out_steps)
+        require(self.strikes_lost >= 1, "mercurial_strikes", "must be >= 1", self.strikes_lost)
 
     def caught(self, n: int, step: int) -> None:
         """``n`` answered wrong at ``step``: out of the next plans, its probation over."""
@@ -67,7 +70,7 @@ class Quarantine:
         if not good:
             return BLOCK_REPAIRED
         self.strikes[n] = self.strikes.get(n, 0) + 1
-        if self.strikes[n] >= STRIKES:
+        if self.strikes[n] >= self.strikes_lost:
             self.lose(n)
             return LOST
         return BLOCK_GOOD

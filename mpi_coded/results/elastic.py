@@ -45,6 +45,7 @@ class ElasticConfig(Record):
     S: int | None = optional()
     suspect_after: int | None = optional()
     quarantine_steps: int | None = optional()
+    mercurial_strikes: int | None = optional()
     speeds_auto: bool | None = optional()
     estimator: str | None = optional()
     estimator_alpha: float | None = optional()
