@@ -2,7 +2,7 @@
 
 ``negate:RANK[:STEP]``: from step STEP (default 1) on, every answer the rank sends is its
 product negated, ``-X~_n[rows] w``: a consistent lie of the right shape and type, which no
-check of one answer's form reveals.  The master finds it (docs/theory.md A.9): the decoded
+check of one answer's form reveals.  The master finds it (docs/theory.md A.10): the decoded
 product fails its check, the rank is located, decoded around, quarantined, and lost for
 the job at its second strike.  Imports only :mod:`mpi_coded.plugin`::
 

@@ -1,5 +1,5 @@
 """Wrong answers located and decoded around, without MPI (mpi_coded.cec.locate, docs/theory.md
-A.9), the quarantine's bookkeeping (mpi_coded.cec.quarantine) and the lying fault modes."""
+A.10), the quarantine's bookkeeping (mpi_coded.cec.quarantine) and the lying fault modes."""
 
 from __future__ import annotations
 

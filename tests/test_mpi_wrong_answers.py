@@ -1,4 +1,4 @@
-"""Machines that answer well-formed and wrong, under mpiexec (docs/theory.md A.9): located in
+"""Machines that answer well-formed and wrong, under mpiexec (docs/theory.md A.10): located in
 the step, decoded around with a spare answer or re-asked, quarantined, probed and
 re-admitted, lost when mercurial; a stored block overwritten mid-run rebuilt from peers; a
 step without enough correct answers NOT VERIFIED while the job goes on.  The power

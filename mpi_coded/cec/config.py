@@ -120,7 +120,7 @@ class CECConfig:
                               "the slowest more than this many steps in a row is left out "
                               "until it answers again; `>= 1`")
     quarantine_steps: int = key(2, omit_default=True, doc="a machine caught answering wrong "
-                                "(docs/theory.md A.9) sits out this many steps, its block "
+                                "(docs/theory.md A.10) sits out this many steps, its block "
                                 "checked (and rebuilt when corrupt), then is planned on "
                                 "probation; `>= 1`")
     mercurial_strikes: int = key(2, omit_default=True, doc="a machine caught answering wrong "

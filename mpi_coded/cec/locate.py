@@ -1,4 +1,4 @@
-"""Wrong answers in an elastic step: located, decoded around, named (docs/theory.md, A.9).
+"""Wrong answers in an elastic step: located, decoded around, named (docs/theory.md, A.10).
 
 A machine may answer *well-formed and wrong* (silent data corruption, a corrupt block, a
 mercurial core).  The master checks every decoded ``y`` (exactly against ``X``, or by

@@ -1,5 +1,5 @@
 """Machines caught answering wrong: quarantined, their block checked, probed, re-admitted or
-lost for the job (docs/theory.md, A.9).
+lost for the job (docs/theory.md, A.10).
 
 * A machine named in a step's ``wrong_answers`` is **caught**: it is left out of the
   plans of the next :attr:`Quarantine.out_steps` steps (sent IDLE, as a suspect is) and

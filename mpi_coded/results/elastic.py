@@ -159,7 +159,7 @@ class Transpose(Part):
     """The master's seconds checking decoded products (exactly, or Freivalds' sketch),
     every check of the step (those of a search for a decode that passes too)."""
     wrong_answers: list[dict[str, Any]] = empty_list()
-    """Answers found wrong (docs/theory.md A.9): each ``{"machine", "set", "rows",
+    """Answers found wrong (docs/theory.md A.10): each ``{"machine", "set", "rows",
     "attempt", "found"}`` (``found``: ``spare``, decoded around with the spare answers
     already sent; ``re-asked``, the product asked again within the step)."""
     oracle_time_s: float = 0.0
@@ -222,14 +222,14 @@ class ElasticStep(WithLinks, Record):
     every check of the step (those of a search for a decode that passes too); not in
     ``wall_s`` when the first check passes."""
     wrong_answers: list[dict[str, Any]] = empty_list()
-    """Answers found wrong (docs/theory.md A.9): each ``{"machine", "set", "rows",
+    """Answers found wrong (docs/theory.md A.10): each ``{"machine", "set", "rows",
     "attempt", "found"}`` (``found``: ``spare``, decoded around with the spare answers
     already sent; ``re-asked``, the product asked again within the step; ``probe``, a
     machine on probation's answer re-encoded against the verified step)."""
     quarantined: list[int] = empty_list()
-    """Machines left out of this step's plan for answering wrong (A.9)."""
+    """Machines left out of this step's plan for answering wrong (A.10)."""
     quarantine: list[dict[str, Any]] = empty_list()
-    """Quarantine events of the step (A.9): each ``{"machine", "host", "event", ...}``,
+    """Quarantine events of the step (A.10): each ``{"machine", "host", "event", ...}``,
     ``event`` one of ``caught``, ``block-good``, ``block-repaired`` (with ``bytes`` and
     ``repair_s``), ``readmitted``, ``lost``; ``check_s``: the block check's seconds."""
     lost: list[dict[str, Any]] = empty_list()
@@ -320,7 +320,7 @@ class ElasticSummary(Record):
     machines_left: list[int] | None = None
     """With machines lost: the machines still alive at the end."""
     wrong_answers: int = 0
-    """Answers found wrong over the job (docs/theory.md A.9), every product."""
+    """Answers found wrong over the job (docs/theory.md A.10), every product."""
     quarantine: list[dict[str, Any]] = empty_list()
     """Every quarantine event of the job, each with its ``step`` (:class:`ElasticStep`)."""
     steps_repeated: int = 0

@@ -62,7 +62,8 @@ class MachinePool:
         self.stand_ins: list[int] = []  # this step's (stand_in)
         self.joined: list[dict[str, Any]] = []  # ElasticSummary.joined, in order
         self.suspects = Suspects(cfg.suspect_after)
-        self.quarantine = Quarantine(cfg.quarantine_steps, cfg.mercurial_strikes)  # machines caught answering wrong
+        # machines caught answering wrong (docs/theory.md A.10)
+        self.quarantine = Quarantine(cfg.quarantine_steps, cfg.mercurial_strikes)
         self.estimator = cfg.speeds.make_estimator(list(range(1, cfg.N + 1)))
         self.observed = 0
         self.book = linkstats.HostBook()  # each host's last measured phase end

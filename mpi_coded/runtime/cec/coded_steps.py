@@ -209,7 +209,7 @@ class CodedSteps(Steps):
             self.order(f, w)
         y, cond, waited = self.decode(f)
         err = self.verify(f, y, w)
-        if not self.field.verified(err):  # a wrong answer: located, decoded around (A.9)
+        if not self.field.verified(err):  # a wrong answer: located, decoded around (A.10)
             y, err, waited = self.around(f, w, y, err, waited)
         elif self.q.probes:
             self.probe(f)
@@ -309,7 +309,7 @@ class CodedSteps(Steps):
         if f.which == 0:  # once a step
             self.account(f)
 
-    # -- wrong answers (A.9, :mod:`mpi_coded.cec.locate`) ----------------------------------
+    # -- wrong answers (A.10, :mod:`mpi_coded.cec.locate`) ----------------------------------
 
     def around(self, f: Flight, w: np.ndarray, y: np.ndarray, err: float,
                waited: list[list[int]]) -> tuple[np.ndarray, float, list[list[int]]]:

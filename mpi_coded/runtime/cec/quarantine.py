@@ -1,4 +1,4 @@
-"""The master's side of a quarantine (:mod:`mpi_coded.cec.quarantine`, docs/theory.md A.9).
+"""The master's side of a quarantine (:mod:`mpi_coded.cec.quarantine`, docs/theory.md A.10).
 
 A machine caught answering wrong is asked to check its block (CHECK: the block read
 whole against its checksum; CHECKED ``[1]`` intact, ``[0]`` corrupt).  A corrupt block is

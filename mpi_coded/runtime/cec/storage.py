@@ -197,7 +197,7 @@ def repair(run: StoreRun, cfg: CECConfig, comm: MPI.Comm, fld: Field) -> None:
 
 def send_blocks(run: StoreRun | None, cfg: CECConfig, comm: MPI.Comm, n: int,
                 rank: int) -> None:
-    """A repair while the job runs (docs/theory.md A.9), as a source: machine ``n``'s
+    """A repair while the job runs (docs/theory.md A.10), as a source: machine ``n``'s
     block(s) straight to the repairing ``rank``."""
     assert run is not None and run.blocks is not None
     kinds = (0, 1) if run.identity.transpose else (0,)
