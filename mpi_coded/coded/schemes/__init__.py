@@ -3,11 +3,11 @@
 =========== ===================== ====================================================
 name        object                its parts (layout, code, loads, delay)
 =========== ===================== ====================================================
-``uc``      :data:`.uc.UC`         ``UncodedLayout``, ``IDENTITY_CODE``, ``UncodedLoad``,
+``uc``      :data:`.uc.UC`         ``UncodedLayout``, ``IDENTITY_CODE``, ``UnifiedLoadRule``,
                                    ``UncodedTerms``
 ``cmr``     :data:`.cmr.CMR`       ``IdentityLayout``, ``IDENTITY_CODE``,
-                                   ``CodedMapReduceLoad``, ``UncodedTerms``
-``sc``      :data:`.sc.SC`         ``StripedLayout``, ``MDS_CODE``, ``StragglerCodingLoad``,
+                                   ``UnifiedLoadRule``, ``UncodedTerms``
+``sc``      :data:`.sc.SC`         ``StripedLayout``, ``MDS_CODE``, ``UnifiedLoadRule``,
                                    ``StripedTerms``
 ``unified`` :data:`.unified.UNIFIED` the defaults: ``BatchLayout``, ``MDS_CODE``,
                                    ``UnifiedLoadRule``, ``DenseTerms``

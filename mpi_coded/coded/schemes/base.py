@@ -9,8 +9,8 @@ the reference parameters ``K, q, mu`` of docs/theory.md (B.1):
   encodes, the coded rows of each batch, the size rules;
 * ``code`` (:class:`~mpi_coded.coded.schemes.code_rules.CodeRules`) -- the code
   object, the field ``auto`` picks, the map-end rule and the unicast rule;
-* ``loads`` (:class:`~mpi_coded.coded.schemes.load_rules.LoadRule`) -- the closed-form
-  and literal loads;
+* ``loads`` (:class:`~mpi_coded.coded.schemes.load_rules.LoadRule`) -- the load, declared
+  once: ``mpi-coded load``, the model and every run's check derive from it;
 * ``delay`` (:class:`~mpi_coded.coded.schemes.delay_terms.DelayTerms`) -- the delay
   model's terms (docs/theory.md (B.6)) at one
   :class:`~mpi_coded.analysis.delay.DelayCosts`;
@@ -257,11 +257,8 @@ class Scheme:
                 "(values before padding over m N)")
 
     def load(self, K: int, q: int, mu: Any) -> UnifiedLoad:
-        """The closed-form load (docs/theory.md (B.3)); ``K, q, mu`` are the reference
-        parameters (bdc: none, ConfigError)."""
+        """The load its load rule declares (docs/theory.md (B.3): uc ``1 - 1/K``, cmr
+        ``(1/(mu q))(1 - mu q/K)``, sc ``1 - 1/q``, unified ``L(q)``), the one the
+        ``load`` command prints, the model prices and a run is checked against; ``K, q,
+        mu`` are the reference parameters (bdc: none, ConfigError; lt: a lower bound)."""
         return self.loads.load(self.reference_load(K, q, mu))
-
-    def literal_load(self, K: int, q: int, mu: Any) -> Fraction:
-        """The load as the papers write it (unified: ``L(q)``; uc ``1 - 1/K``, ...)."""
-        mu_f = check_reference(K, q, mu)
-        return self.loads.literal(K, q, mu_f, self.reference_load(K, q, mu_f))
