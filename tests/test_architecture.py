@@ -216,6 +216,7 @@ LAYERS: list[tuple[str, ...]] = [
      "mpi_coded.plugins",  # a plugin registers schemes (coded), policies, workloads (cec)
      "mpi_coded.plugin"),  # the public plugin API: what a plugin imports
     ("mpi_coded.runtime",),
+    ("mpi_coded.bench",),  # launches the jobs and times them, beside the model
     ("mpi_coded.cli", "mpi_coded.__main__"),
 ]
 """Each module may import only modules of its own layer or of lower ones.  A module
@@ -228,6 +229,8 @@ FORBIDDEN: list[tuple[str, str, str]] = [
     (r"mpi_coded\.coded\.(params|code|assignment|placement|mapend|shuffle|exchange|replay"
      r"|phases)$", r"mpi_coded\.coded\.(schemes|job)(\.|$)",
      "schemes sit above the machinery they plug into"),
+    (r"mpi_coded\.analysis(\.|$)", r"mpi_coded\.(bench|runtime|cluster)(\.|$)",
+     "the model is pure: what launches jobs and times them lives in mpi_coded.bench"),
 ]
 
 
@@ -251,6 +254,22 @@ def test_layers():
                 if re.match(src, mod) and re.match(dst, dep):
                     bad.append(f"{mod} imports {dep}: {why}")
     assert bad == []
+
+
+def test_the_model_launches_nothing():
+    """No module of ``analysis/`` imports what starts a job (subprocess, mpi4py) or the
+    benches: those live in ``mpi_coded/bench/`` (docs/architecture.md, the layers)."""
+    offenders = []
+    for path in sorted((PKG / "analysis").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
+                          if n.split(".")[0] in ("subprocess", "mpi4py")
+                          or n.startswith("mpi_coded.bench")]
+    assert offenders == []
+    assert not any(p.name.endswith("bench.py") or p.name.startswith("bench_")
+                   for p in (PKG / "analysis").rglob("*.py"))
 
 
 NAMED_KINDS: dict[str, tuple[set[str], tuple[str, ...]]] = {
