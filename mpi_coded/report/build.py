@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import mpi_coded.report.html as H
 from mpi_coded import plotting
-from mpi_coded.report import html as H
 from mpi_coded.report.sections import (
     Model,
     Section,

@@ -21,8 +21,9 @@ Maddah-Ali and Avestimehr.  The methods below are the questions the rest of the
 package asks a scheme -- never its name -- each answered by the part that owns it; the
 rules shared by every scheme (a runnable job's, an analytic setting's) are here.
 
-A scheme is a plain value: building one registers nothing.  The registry
-(:mod:`mpi_coded.coded.schemes.registry`) names the known ones;
+A scheme is a plain value: building one registers nothing.  :data:`REGISTRY` (below)
+names the known ones: the built-in ones (:mod:`mpi_coded.coded.schemes`) and a plugin's;
+a test registers its own only for its duration (``with REGISTRY.registered(toy):``);
 :class:`~mpi_coded.coded.params.CodedParams` carries its scheme as
 :attr:`~mpi_coded.coded.params.CodedParams.spec`.
 """
@@ -46,10 +47,10 @@ from mpi_coded.coded.schemes.code_rules import MDS_CODE, CodeRules
 from mpi_coded.coded.schemes.delay_terms import DelayTerms, DenseTerms, ModelTerms
 from mpi_coded.coded.schemes.layout import BatchLayout, Layout
 from mpi_coded.coded.schemes.load_rules import LoadRule, UnifiedLoadRule
-from mpi_coded.coded.schemes.registry import REGISTRY
 from mpi_coded.coded.shuffle import UnicastBook
 from mpi_coded.errors import require
 from mpi_coded.fields import Field, get_field
+from mpi_coded.registry import Registry
 
 __all__ = ["DEFAULT_CONVENTION", "Convention", "DelayCosts", "ModelTerms", "Scheme"]
 
@@ -262,3 +263,8 @@ class Scheme:
         ``load`` command prints, the model prices and a run is checked against; ``K, q,
         mu`` are the reference parameters (bdc: none, ConfigError; lt: a lower bound)."""
         return self.loads.load(self.reference_load(K, q, mu))
+
+
+REGISTRY: Registry[Scheme] = Registry("scheme")
+"""The schemes known by name: the one place a scheme gets the name the command line, the
+results and the messages know."""
