@@ -92,8 +92,11 @@ def _second_forms(scheme: Any, K: int, q: int, mu: Fraction) -> dict[str, object
     out: dict[str, object] = {}
     for part, hook, what in SECOND_FORMS:
         if callable(fn := getattr(getattr(scheme, part), hook, None)):
-            out[what] = (fn(K, q, mu, scheme.reference_load(K, q, mu)) if hook == "literal"
-                         else fn(CodedParams(scheme, K, q, mu, K * q, 1, q)))
+            try:
+                out[what] = (fn(K, q, mu, scheme.reference_load(K, q, mu)) if hook == "literal"
+                             else fn(CodedParams(scheme, K, q, mu, K * q, 1, q)))
+            except ConfigError:
+                continue  # not at this size
     return out
 
 
@@ -110,7 +113,6 @@ def check_scheme(scheme: object, plugin: str) -> None:
     for K, q, mu in REFERENCE_SETTINGS:
         try:
             ld = scheme.load(K, q, mu) if scheme.closed_form_load else None
-            others = _second_forms(scheme, K, q, mu) if ld is not None else {}
         except ConfigError:
             continue  # it does not run at this setting
         checked += 1
@@ -119,7 +121,7 @@ def check_scheme(scheme: object, plugin: str) -> None:
         if bad:
             raise fail(plugin, f"scheme {scheme.name!r}: its loads must be exact fractions "
                        f"(fractions.Fraction), not {bad[0]!r} (K={K}, q={q}, mu={mu})")
-        for what, v in others.items():
+        for what, v in (_second_forms(scheme, K, q, mu) if loads else {}).items():
             if v != loads[0]:
                 raise fail(plugin, f"scheme {scheme.name!r} declares load {loads[0]} (its "
                            f"load rule) but {what} says {v} (K={K}, q={q}, mu={mu}): the load "
