@@ -29,6 +29,7 @@ from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.inbox import Inbox
 from mpi_coded.runtime.core.peers import MasterLink
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
+from mpi_coded.store.blocks import open_block
 
 
 class StoreHolder(Protocol):
@@ -120,8 +121,6 @@ class DiskStore(CodedStore):
     repaired, by :func:`mpi_coded.runtime.cec.storage.open_store`); nothing received."""
 
     def setup(self) -> None:
-        from mpi_coded.store.blocks import open_block
-
         m, run = self.m, self.m.stored
         assert run is not None and run.blocks is not None
         m.block = open_block(run.blocks, m.rank, 0)
