@@ -16,43 +16,24 @@ policy's runtime phases (:attr:`mpi_coded.runtime.cec.steps.Steps.store`).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 from mpi4py import MPI
 
-from mpi_coded.cec.config import CECConfig
-from mpi_coded.fields import Field
-from mpi_coded.runtime.cec.storage import StoreRun
 from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.inbox import Inbox
-from mpi_coded.runtime.core.peers import MasterLink
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
-from mpi_coded.store.blocks import open_block
 
-
-class StoreHolder(Protocol):
-    """What a store reads and sets of the machine that holds it
-    (:class:`mpi_coded.runtime.cec.machine.Machine`, above this module)."""
-
-    cfg: CECConfig
-    comm: MPI.Comm
-    rank: int
-    field: Field
-    master: MasterLink
-    peers: dict[int, Inbox]
-    per_step: int
-    out: np.ndarray
-    block: np.ndarray
-    link_mark: linkstats.Counters | None
-    stored: StoreRun | None
+if TYPE_CHECKING:
+    from mpi_coded.runtime.cec.machine import Machine
 
 
 class MachineStore:
     """A machine's data under one kind of policy; the coded default does nothing extra."""
 
-    def __init__(self, m: StoreHolder) -> None:
+    def __init__(self, m: Machine) -> None:
         self.m = m
         self.base = 0  # the row of the stored matrix of ``m.block``'s first row
 
@@ -90,7 +71,7 @@ class MachineStore:
 class CodedStore(MachineStore):
     """The coded block(s), received once (module docstring)."""
 
-    def __init__(self, m: StoreHolder) -> None:
+    def __init__(self, m: Machine) -> None:
         super().__init__(m)
         self.blocks: list[np.ndarray] = []  # two products: [block of X, block of X^T]
 
@@ -121,6 +102,8 @@ class DiskStore(CodedStore):
     repaired, by :func:`mpi_coded.runtime.cec.storage.open_store`); nothing received."""
 
     def setup(self) -> None:
+        from mpi_coded.store.blocks import open_block
+
         m, run = self.m, self.m.stored
         assert run is not None and run.blocks is not None
         m.block = open_block(run.blocks, m.rank, 0)
@@ -133,7 +116,7 @@ class DiskStore(CodedStore):
 class UncodedStore(MachineStore):
     """The rows of ``X`` this machine owns, moved as the split changes (module docstring)."""
 
-    def __init__(self, m: StoreHolder) -> None:
+    def __init__(self, m: Machine) -> None:
         super().__init__(m)
         self.acc = m.field.zeros(m.cfg.cols)  # two products: this machine's part of X^T z
         self.moved_at: tuple[int, linkstats.Counters | None] = (-1, None)
