@@ -98,14 +98,13 @@ class ReplicationRules(CopyCodeRules):
         copies(p.K, p.q)
 
 
-class ReplicationLoad(UnifiedLoadRule):  # the unified formula at (K, q, 1/q) is (R1)
+class ReplicationLoad(UnifiedLoadRule):
+    """The one place the load is declared: the unified formula at ``(K, q, 1/q)``, which
+    is (R1); ``mpi-coded load``, ``mpi-coded model`` and every run's check read it."""
 
     def load(self, reference: UnifiedLoad) -> UnifiedLoad:
         copies(reference.K, reference.q)
         return reference
-
-    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
-        return replication_load(K, q)
 
 
 class ReplicationTerms(DenseTerms):
@@ -119,9 +118,6 @@ class ReplicationTerms(DenseTerms):
 
     def servers_needed(self, p: CodedParams) -> dict[int, float] | None:
         return {g: float(pr) for g, pr in servers_needed_pmf(p.K, p.q).items()}
-
-    def load(self, p: CodedParams) -> Fraction | float | None:
-        return replication_load(p.K, p.q)
 
     def generator_ops(self, p: CodedParams, costs: DelayCosts) -> Ops:
         return Ops(0.0, 0.0)

@@ -80,10 +80,31 @@ REFERENCE_SETTINGS = ((6, 4, Fraction(1, 2)), (6, 3, Fraction(1, 3)), (6, 2, Fra
 """``(K, q, mu)`` settings a scheme's loads are checked at (those it accepts; at least one)."""
 
 
+SECOND_FORMS = (("loads", "literal", "its load rule's literal()"),
+                ("delay", "load", "its delay terms' load()"))
+"""Where a plugin written before the load was declared once gave it again: such a second
+form must agree with :meth:`Scheme.load` (it is never used)."""
+
+
+def _second_forms(scheme: Any, K: int, q: int, mu: Fraction) -> dict[str, object]:
+    from mpi_coded.coded.params import CodedParams
+
+    out: dict[str, object] = {}
+    for part, hook, what in SECOND_FORMS:
+        if callable(fn := getattr(getattr(scheme, part), hook, None)):
+            try:
+                out[what] = (fn(K, q, mu, scheme.reference_load(K, q, mu)) if hook == "literal"
+                             else fn(CodedParams(scheme, K, q, mu, K * q, 1, q)))
+            except ConfigError:
+                continue  # not at this size
+    return out
+
+
 def check_scheme(scheme: object, plugin: str) -> None:
-    """A scheme is a :class:`Scheme` whose loads are exact fractions at the reference
-    settings it accepts (:data:`REFERENCE_SETTINGS`, docs/theory.md (B.3)); one with a
-    closed-form load must accept at least one."""
+    """A scheme is a :class:`Scheme` whose load (:meth:`Scheme.load`) is exact fractions at
+    the reference settings it accepts (:data:`REFERENCE_SETTINGS`, docs/theory.md (B.3)),
+    and any second form of it (:data:`SECOND_FORMS`) says the same; one with a closed-form
+    load must accept at least one."""
     from mpi_coded.coded.schemes.base import Scheme
 
     if not isinstance(scheme, Scheme):
@@ -91,17 +112,20 @@ def check_scheme(scheme: object, plugin: str) -> None:
     checked = 0
     for K, q, mu in REFERENCE_SETTINGS:
         try:
-            loads: list[object] = [scheme.literal_load(K, q, mu)]
-            if scheme.closed_form_load:
-                ld = scheme.load(K, q, mu)
-                loads += [ld.multicast, ld.unicast, *ld.B]
+            ld = scheme.load(K, q, mu) if scheme.closed_form_load else None
         except ConfigError:
             continue  # it does not run at this setting
         checked += 1
+        loads = [] if ld is None else [ld.load, ld.multicast, ld.unicast, *ld.B]
         bad = [v for v in loads if not isinstance(v, (Fraction, int)) or isinstance(v, bool)]
         if bad:
             raise fail(plugin, f"scheme {scheme.name!r}: its loads must be exact fractions "
                        f"(fractions.Fraction), not {bad[0]!r} (K={K}, q={q}, mu={mu})")
+        for what, v in (_second_forms(scheme, K, q, mu) if loads else {}).items():
+            if v != loads[0]:
+                raise fail(plugin, f"scheme {scheme.name!r} declares load {loads[0]} (its "
+                           f"load rule) but {what} says {v} (K={K}, q={q}, mu={mu}): the load "
+                           "is declared once, by the load rule; remove the other")
     if not checked and scheme.closed_form_load:  # (bdc: no load formula at all)
         raise fail(plugin, f"scheme {scheme.name!r} accepts none of the reference settings "
                    "(K, q, mu) = " + ", ".join(f"({K}, {q}, {mu})"

@@ -1,7 +1,7 @@
 """A registry: the one place a coded scheme, an elastic policy or a workload becomes known
 by name.
 
-Each kind has one :class:`Registry` (:data:`mpi_coded.coded.schemes.registry.REGISTRY`,
+Each kind has one :class:`Registry` (:data:`mpi_coded.coded.schemes.base.REGISTRY`,
 :data:`mpi_coded.cec.policy.POLICIES`, :data:`mpi_coded.cec.workloads.WORKLOADS`).  The
 package registers its own objects when their module is imported; a plugin
 (:mod:`mpi_coded.plugins`) registers more before the command line is parsed.  Objects are

@@ -46,8 +46,8 @@ summarizes the runs of several invocations (``--out`` files or this script's out
     python scripts/bench_coded.py --merge runs.jsonl
 
 This is the command line: it launches the jobs (``_launch.run_mpi``); the joins of their
-records with the model are :mod:`mpi_coded.analysis.bench_coded`, the in-process timings
-:mod:`mpi_coded.analysis.kernel_bench`.
+records with the model are :mod:`mpi_coded.bench.bench_coded`, the in-process timings
+:mod:`mpi_coded.bench.kernel_bench`.
 """
 
 from __future__ import annotations
@@ -64,10 +64,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec, run_mpi  # noqa: E402
 
-from mpi_coded.analysis import bench_coded as bc  # noqa: E402
-from mpi_coded.analysis.bench_coded import MU, K, Q, merged  # noqa: E402
 from mpi_coded.analysis.calibration.fitted import features_of  # noqa: E402
-from mpi_coded.analysis.kernel_bench import kernel_ratio, rs_reduce_speedup  # noqa: E402
+from mpi_coded.bench import bench_coded as bc  # noqa: E402
+from mpi_coded.bench.bench_coded import MU, K, Q, merged  # noqa: E402
+from mpi_coded.bench.kernel_bench import kernel_ratio, rs_reduce_speedup  # noqa: E402
 from mpi_coded.codes.prices import DEFAULT  # noqa: E402
 
 
@@ -103,10 +103,10 @@ def scaled_run(m: int, Ts: list[int], train_Ts: list[int], reps: int, train_reps
                base: dict, table: dict | None, after_job: bool, index: int) -> dict:
     """One independent run of the scaled instance (``m = n = N``, GF(2^16)): short training
     jobs (unified and BDC at ``train_Ts``, ``train_reps`` each) fit the model
-    (:func:`mpi_coded.analysis.bench_coded.fit_run`); then the measured jobs, unified first
+    (:func:`mpi_coded.bench.bench_coded.fit_run`); then the measured jobs, unified first
     and last (its repetitions pooled: the machine drifts within a run) and BDC at each
     held-out ``T`` between, ``reps`` each, joined with the model
-    (:func:`mpi_coded.analysis.bench_coded.join_run`)."""
+    (:func:`mpi_coded.bench.bench_coded.join_run`)."""
     from mpi_coded.analysis import calibration
 
     cores = calibration.cores_here()
@@ -163,12 +163,12 @@ def print_summary(res: dict) -> None:
 
 
 def print_table(s: dict, m: int, what: str) -> None:
-    """Print a summary of :func:`merged` (:func:`mpi_coded.analysis.bench_coded.table_lines`)."""
+    """Print a summary of :func:`merged` (:func:`mpi_coded.bench.bench_coded.table_lines`)."""
     print("\n".join(bc.table_lines(s, m, what)))
 
 
 def read_runs(paths: list[str]) -> list[dict]:
-    """The scaled runs in ``paths`` (:func:`mpi_coded.analysis.bench_coded.scaled_runs_in`);
+    """The scaled runs in ``paths`` (:func:`mpi_coded.bench.bench_coded.scaled_runs_in`);
     none: exit with a message."""
     runs = bc.scaled_runs_in(paths)
     if not runs:

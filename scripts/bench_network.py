@@ -48,7 +48,7 @@ one).  ``--out DIR`` keeps every job's JSON lines.
     .venv/bin/python scripts/bench_network.py [--quick] [--reps N] [--out DIR] [--calibration FILE]
     .venv/bin/python scripts/bench_network.py --replay DIR [--no-write-calibration]
 
-The logic lives in the package: :mod:`mpi_coded.analysis.network_bench` (the bench and its
+The logic lives in the package: :mod:`mpi_coded.bench.network_bench` (the bench and its
 report), :mod:`mpi_coded.analysis.compare` (result lines beside the models),
 :mod:`mpi_coded.cluster.bench` (the clusters and the jobs on them) and
 :mod:`mpi_coded.runtime.linkcal` (the calibration's MPI program).
@@ -72,7 +72,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mpi_coded.analysis.network_bench import (  # noqa: E402
+from mpi_coded.bench.network_bench import (  # noqa: E402
     BenchSizes,
     NetworkBench,
     link_section,

@@ -3,7 +3,7 @@
 Runs the elastic job ``--runs`` times (default 20) under Open MPI with ULFM, each time
 killing one machine (SIGKILL, by fault injection) in turn (:data:`FAULTS`) in setup, while
 idle, while computing (twice: steps 2 and 3) and while sending its answer, and reports
-(:mod:`mpi_coded.analysis.loss_bench`): hangs (a run that did not end by itself within
+(:mod:`mpi_coded.bench.loss_bench`): hangs (a run that did not end by itself within
 ``--timeout``: must be 0), runs that did not verify every step, the detection latency from
 the kill to the master knowing (ms), the step deadline the master no longer waits out, and
 what the death cost the step it happened in, and what the join of the new process that
@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _launch import ROOT, mpiexec  # noqa: E402
 
-from mpi_coded.analysis.loss_bench import (  # noqa: E402
+from mpi_coded.bench.loss_bench import (  # noqa: E402
     CodedKillRun,
     KillRun,
     coded_kill_run,

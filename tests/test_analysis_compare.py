@@ -10,7 +10,7 @@ import pytest
 from mpi_coded.analysis import calibration
 from mpi_coded.analysis import compare as cmp
 from mpi_coded.analysis import network as nm
-from mpi_coded.analysis.network_bench import coded_params
+from mpi_coded.bench.network_bench import coded_params
 from mpi_coded.coded.mapend import map_end
 from mpi_coded.coded.placement import build_placement
 from mpi_coded.coded.schemes import SCHEMES, get

@@ -15,7 +15,7 @@ from mpi_coded.analysis.events import (
     planned_deaths,
     step_death_s,
 )
-from mpi_coded.analysis.loss_bench import kill_run
+from mpi_coded.bench.loss_bench import kill_run
 from mpi_coded.results import ElasticConfig
 
 

@@ -75,7 +75,7 @@ def test_encode_prices_times_every_server_and_prices_its_own_calls():
     assert share.get("rs_fft_encode", 0) + share.get("rs_fft_encode_large", 0) > 0.5
 
 
-# --- scripts/bench_coded.py over mpi_coded.analysis.bench_coded ---------------------------
+# --- scripts/bench_coded.py over mpi_coded.bench.bench_coded ---------------------------
 
 CODED_BENCH = ROOT / "scripts" / "bench_coded.py"
 SCALED_RUNS = ROOT / "docs" / "runs" / "bdc_over_unified_m1800.jsonl"
@@ -88,7 +88,7 @@ MERGE_KEYS = {
 
 
 def test_bench_coded_merge_prints_the_summary_keys(tmp_path):
-    from mpi_coded.analysis import bench_coded as bc
+    from mpi_coded.bench import bench_coded as bc
 
     runs = bc.scaled_runs_in([SCALED_RUNS, SCALED_RUNS])  # each run once
     assert runs and len(runs) == len(bc.scaled_runs_in([SCALED_RUNS]))
@@ -121,7 +121,7 @@ def _coded_run(scale: float) -> dict:
 
 
 def test_bench_coded_joins_the_repetitions(tmp_path):
-    from mpi_coded.analysis import bench_coded as bc
+    from mpi_coded.bench import bench_coded as bc
 
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in (

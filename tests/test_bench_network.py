@@ -1,5 +1,5 @@
 """scripts/bench_network.py and the package modules it is a command line over
-(:mod:`mpi_coded.analysis.network_bench`, :mod:`mpi_coded.analysis.compare`,
+(:mod:`mpi_coded.bench.network_bench`, :mod:`mpi_coded.analysis.compare`,
 :mod:`mpi_coded.cluster.bench`): model values from result lines, the link fit, the
 calibration file, the targets, and a short smoke run of ``--quick`` on an emulated cluster
 (root; skipped elsewhere with the reason, failing under ``CI=true``)."""
@@ -21,8 +21,8 @@ import pytest
 from conftest import ROOT, load_script, run_cmd
 from mpi_coded.analysis import compare as cmp
 from mpi_coded.analysis import network as nm
-from mpi_coded.analysis import network_bench as nb
 from mpi_coded.analysis.shuffle_fit import fit_shuffle
+from mpi_coded.bench import network_bench as nb
 from mpi_coded.cluster import bench as cb
 from mpi_coded.coded.job import CodedJob
 from mpi_coded.coded.mapend import map_end

@@ -90,7 +90,6 @@ def test_rows_per_batch_must_give_a_decodable_code():
 def test_analytic_load_is_the_unified_formula():
     lt_scheme = get_scheme("lt")
     assert lt_scheme.load(6, 4, "1/2").load == Fraction(7, 20)
-    assert lt_scheme.literal_load(6, 4, "1/2") == Fraction(7, 20)
     assert get_scheme("lt").load(6, 5, "4/5") == unified_load(6, 5, "4/5")
 
 

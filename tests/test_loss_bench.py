@@ -1,10 +1,10 @@
-"""The kill benchmark's joins (mpi_coded/analysis/loss_bench.py), on hand-made lines."""
+"""The kill benchmark's joins (mpi_coded/bench/loss_bench.py), on hand-made lines."""
 
 from __future__ import annotations
 
 import pytest
 
-from mpi_coded.analysis.loss_bench import kill_run, kill_times, report
+from mpi_coded.bench.loss_bench import kill_run, kill_times, report
 
 STDERR = ("warning: something else\n"
           "mpi-coded: rank 2 (node-a) killed by fault injection in phase step 2 at unix "
@@ -60,7 +60,7 @@ CODED_LINES = [
 
 
 def test_a_coded_kill_run_joins_the_kill_with_the_repetition_it_hit():
-    from mpi_coded.analysis.loss_bench import coded_kill_run, coded_report
+    from mpi_coded.bench.loss_bench import coded_kill_run, coded_report
 
     run = coded_kill_run("kill:3:shuffle@1", 0, CODED_STDERR, CODED_LINES, wall_s=9.0)
     assert (run.server, run.phase, run.rep, run.abandoned) == (2, "shuffle", 1, True)

@@ -33,8 +33,6 @@ class WrongLoad(UnifiedLoadRule):   # uc's layout and code, but it claims 5/12
     closed_form = True
     def load(self, reference: UnifiedLoad) -> UnifiedLoad:
         return dataclasses.replace(reference, unicast=Fraction(5, 12) - reference.multicast)
-    def literal(self, K, q, mu, reference):
-        return Fraction(5, 12)
 
 uc = registered("scheme", "uc")
 SCHEME = Scheme("uc-wrong", "uc claiming a wrong load", layout=uc.layout, code=uc.code,

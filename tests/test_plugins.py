@@ -4,6 +4,7 @@ one line naming the plugin and the rule, exit 2."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 from fractions import Fraction
@@ -91,8 +92,8 @@ def test_a_scheme_plugin_needs_exact_fraction_loads():
     from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 
     class FloatLoad(UnifiedLoadRule):
-        def literal(self, K, q, mu, reference):
-            return float(super().literal(K, q, mu, reference))
+        def load(self, reference):
+            return dataclasses.replace(reference, unicast=float(reference.unicast))
 
     base = get("unified")
     bad = Scheme("floaty", "loads in floats", base.layout, base.code, FloatLoad(), base.delay)

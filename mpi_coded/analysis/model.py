@@ -42,7 +42,7 @@ lt        ``mu m``      mean degree           peeling: one product and one
   cost, one multiplication and one addition per edge of the decoding graph,
   ``ceil(m (1 + eps))`` rows times the mean degree (inactivation's small dense
   solve is left out).
-* load: the scheme's closed form (uc, cmr, sc, unified),
+* load: the one its load rule declares (:meth:`Scheme.load`: uc, cmr, sc, unified),
   :func:`mpi_coded.analysis.bdc_load.bdc_load` of ``P`` (bdc, default: the
   heuristic), and for lt the unified formula with the reducers needing
   ``(1 + eps) m`` values instead of ``m`` (:func:`mpi_coded.analysis.loads.lt_load`).
@@ -370,8 +370,8 @@ def predict(setting: ModelSetting | CodedParams, assignment: np.ndarray | None =
                 f"only scheme {', '.join(names(takes_assignment=True))} takes an assignment "
                 "matrix")
     assert pmf is not None
-    if isinstance(terms.load, Fraction):
-        load_exact = terms.load
+    if spec.closed_form_load:  # the load its load rule declares, as the load command's
+        load_exact = spec.load(K, q, p.mu).load
     load = float(load_exact) if load_exact is not None else float(terms.load or 0)
     sigma_enc = terms.encode.cost(sa, sm)
     if conv.authors:  # their addition count n (rho - 1) (docs/theory.md (C.2))

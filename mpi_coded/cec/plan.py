@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from mpi_coded.cec import policies as _builtin  # noqa: F401  (registers the package's own)
+import mpi_coded.cec.policies  # noqa: F401  (registers the package's own)
 from mpi_coded.cec.policy import POLICIES, check_plan
 from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.errors import ConfigError, PluginError

@@ -31,16 +31,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar
 
 from mpi_coded.cec.filling import RowSet
 from mpi_coded.cec.optimal_load import int_speeds
 from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.registry import Registry
-
-if TYPE_CHECKING:
-    from mpi_coded.cec.config import CECConfig
 
 CODED_STEPS = "mpi_coded.runtime.cec.coded_steps:CodedSteps"
 """The runtime phases of a coded policy: MDS-coded blocks sent once, row sets each step."""
@@ -86,8 +83,10 @@ class ElasticPolicy:
         ``prev``: the previous step's plan (None at the first)."""
         raise NotImplementedError
 
-    def check_config(self, cfg: CECConfig) -> None:
-        """This policy's own config rules (ConfigError naming the key and the rule)."""
+    def check_config(self, cfg: Any) -> None:
+        """This policy's own config rules (ConfigError naming the key and the rule); ``cfg``:
+        the job's :class:`~mpi_coded.cec.config.CECConfig` (typed ``Any``: the config sits
+        above the policies it names, and this module imports nothing of it)."""
 
     def plan(self, speeds: Mapping[int, Fraction], L: int, available: Sequence[int],
              rows: int | None = None, S: int = 0, prev: StepPlan | None = None) -> StepPlan:

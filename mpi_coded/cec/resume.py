@@ -9,6 +9,8 @@ from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import CEC, CONFIG, STEP, SchemaError, kind_of, read_results, records
+from mpi_coded.results.writer import jsonable
+from mpi_coded.store import checkpoint
 
 
 def resume_point(cfg: CECConfig, out: str | None) -> int:
@@ -36,9 +38,6 @@ def resume_point(cfg: CECConfig, out: str | None) -> int:
     if not found:
         raise ConfigError("--resume", f"{out} holds no run of this job's config to continue", out)
     if WORKLOADS.lookup(cfg.workload).stateful:  # from the state saved with a step
-        from mpi_coded.results import jsonable
-        from mpi_coded.store import checkpoint
-
         st = checkpoint.load(out, checkpoint.job_digest(jsonable(cfg.to_dict())))
         if st is None:
             raise ConfigError("--resume", f"workload = \"{cfg.workload}\" carries w from "

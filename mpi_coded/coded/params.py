@@ -44,14 +44,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mpi_coded.analysis.loads import check_reference, is_int
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.fields import FIELD_NAMES
-
-if TYPE_CHECKING:
-    from mpi_coded.coded.schemes.base import Scheme
 
 AUTO_FIELD = "auto"
 """``field`` value asking for the smallest GF(2^l) that holds the code."""
@@ -124,7 +121,9 @@ class CodedParams:
     ``field`` is ``"auto"`` or one of ``float64``, ``gf2^8``, ``gf2^16``.
     """
 
-    spec: Scheme
+    spec: Any
+    """The :class:`~mpi_coded.coded.schemes.base.Scheme` (typed ``Any``: parameters sit
+    below the schemes, which build them; no import of the schemes from here)."""
     K: int
     q: int
     mu: Fraction

@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import mpi_coded.report.html as H
 from mpi_coded import plotting
-from mpi_coded.report import html as H
 from mpi_coded.report.sources import Source
 from mpi_coded.results import (
     ALL_VERIFIED,

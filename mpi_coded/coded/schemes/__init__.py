@@ -3,11 +3,11 @@
 =========== ===================== ====================================================
 name        object                its parts (layout, code, loads, delay)
 =========== ===================== ====================================================
-``uc``      :data:`.uc.UC`         ``UncodedLayout``, ``IDENTITY_CODE``, ``UncodedLoad``,
+``uc``      :data:`.uc.UC`         ``UncodedLayout``, ``IDENTITY_CODE``, ``UnifiedLoadRule``,
                                    ``UncodedTerms``
 ``cmr``     :data:`.cmr.CMR`       ``IdentityLayout``, ``IDENTITY_CODE``,
-                                   ``CodedMapReduceLoad``, ``UncodedTerms``
-``sc``      :data:`.sc.SC`         ``StripedLayout``, ``MDS_CODE``, ``StragglerCodingLoad``,
+                                   ``UnifiedLoadRule``, ``UncodedTerms``
+``sc``      :data:`.sc.SC`         ``StripedLayout``, ``MDS_CODE``, ``UnifiedLoadRule``,
                                    ``StripedTerms``
 ``unified`` :data:`.unified.UNIFIED` the defaults: ``BatchLayout``, ``MDS_CODE``,
                                    ``UnifiedLoadRule``, ``DenseTerms``
@@ -28,15 +28,14 @@ from __future__ import annotations
 from typing import Any
 
 from mpi_coded.coded.params import AUTO_FIELD, CodedParams
-from mpi_coded.coded.schemes.base import ModelTerms, Scheme
+from mpi_coded.coded.schemes.base import REGISTRY, ModelTerms, Scheme
 from mpi_coded.coded.schemes.bdc import BDC
 from mpi_coded.coded.schemes.cmr import CMR
 from mpi_coded.coded.schemes.lt import LT_SCHEME
-from mpi_coded.coded.schemes.registry import REGISTRY, Registry
 from mpi_coded.coded.schemes.sc import SC
 from mpi_coded.coded.schemes.uc import UC
 from mpi_coded.coded.schemes.unified import UNIFIED
-from mpi_coded.registry import HookRegistrar
+from mpi_coded.registry import HookRegistrar, Registry
 
 
 def mpi_coded_register(registry: HookRegistrar) -> None:

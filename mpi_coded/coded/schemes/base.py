@@ -9,8 +9,8 @@ the reference parameters ``K, q, mu`` of docs/theory.md (B.1):
   encodes, the coded rows of each batch, the size rules;
 * ``code`` (:class:`~mpi_coded.coded.schemes.code_rules.CodeRules`) -- the code
   object, the field ``auto`` picks, the map-end rule and the unicast rule;
-* ``loads`` (:class:`~mpi_coded.coded.schemes.load_rules.LoadRule`) -- the closed-form
-  and literal loads;
+* ``loads`` (:class:`~mpi_coded.coded.schemes.load_rules.LoadRule`) -- the load, declared
+  once: ``mpi-coded load``, the model and every run's check derive from it;
 * ``delay`` (:class:`~mpi_coded.coded.schemes.delay_terms.DelayTerms`) -- the delay
   model's terms (docs/theory.md (B.6)) at one
   :class:`~mpi_coded.analysis.delay.DelayCosts`;
@@ -21,8 +21,9 @@ Maddah-Ali and Avestimehr.  The methods below are the questions the rest of the
 package asks a scheme -- never its name -- each answered by the part that owns it; the
 rules shared by every scheme (a runnable job's, an analytic setting's) are here.
 
-A scheme is a plain value: building one registers nothing.  The registry
-(:mod:`mpi_coded.coded.schemes.registry`) names the known ones;
+A scheme is a plain value: building one registers nothing.  :data:`REGISTRY` (below)
+names the known ones: the built-in ones (:mod:`mpi_coded.coded.schemes`) and a plugin's;
+a test registers its own only for its duration (``with REGISTRY.registered(toy):``);
 :class:`~mpi_coded.coded.params.CodedParams` carries its scheme as
 :attr:`~mpi_coded.coded.params.CodedParams.spec`.
 """
@@ -46,10 +47,10 @@ from mpi_coded.coded.schemes.code_rules import MDS_CODE, CodeRules
 from mpi_coded.coded.schemes.delay_terms import DelayTerms, DenseTerms, ModelTerms
 from mpi_coded.coded.schemes.layout import BatchLayout, Layout
 from mpi_coded.coded.schemes.load_rules import LoadRule, UnifiedLoadRule
-from mpi_coded.coded.schemes.registry import REGISTRY
 from mpi_coded.coded.shuffle import UnicastBook
 from mpi_coded.errors import require
 from mpi_coded.fields import Field, get_field
+from mpi_coded.registry import Registry
 
 __all__ = ["DEFAULT_CONVENTION", "Convention", "DelayCosts", "ModelTerms", "Scheme"]
 
@@ -257,11 +258,13 @@ class Scheme:
                 "(values before padding over m N)")
 
     def load(self, K: int, q: int, mu: Any) -> UnifiedLoad:
-        """The closed-form load (docs/theory.md (B.3)); ``K, q, mu`` are the reference
-        parameters (bdc: none, ConfigError)."""
+        """The load its load rule declares (docs/theory.md (B.3): uc ``1 - 1/K``, cmr
+        ``(1/(mu q))(1 - mu q/K)``, sc ``1 - 1/q``, unified ``L(q)``), the one the
+        ``load`` command prints, the model prices and a run is checked against; ``K, q,
+        mu`` are the reference parameters (bdc: none, ConfigError; lt: a lower bound)."""
         return self.loads.load(self.reference_load(K, q, mu))
 
-    def literal_load(self, K: int, q: int, mu: Any) -> Fraction:
-        """The load as the papers write it (unified: ``L(q)``; uc ``1 - 1/K``, ...)."""
-        mu_f = check_reference(K, q, mu)
-        return self.loads.literal(K, q, mu_f, self.reference_load(K, q, mu_f))
+
+REGISTRY: Registry[Scheme] = Registry("scheme")
+"""The schemes known by name: the one place a scheme gets the name the command line, the
+results and the messages know."""

@@ -12,8 +12,6 @@ and ``Q`` (:mod:`mpi_coded.analysis.bdc_load`): no closed form.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
 from mpi_coded.analysis.delay import DelayCosts, Ops, encode_ops
@@ -88,9 +86,6 @@ class BlockDiagonalTerms(DenseTerms):
         check_size(p)
 
     def servers_needed(self, p: CodedParams) -> dict[int, float] | None:
-        return None
-
-    def load(self, p: CodedParams) -> Fraction | float | None:
         return None
 
     def generator_ops(self, p: CodedParams, costs: DelayCosts) -> Ops:

@@ -8,22 +8,9 @@ in level-``mu q`` multicasts: load ``(1/(mu q))(1 - mu q / K)``.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
-from mpi_coded.analysis.loads import UnifiedLoad
 from mpi_coded.coded.schemes.base import Scheme
 from mpi_coded.coded.schemes.code_rules import IDENTITY_CODE
-from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 from mpi_coded.coded.schemes.uc import IdentityLayout, UncodedTerms
 
-
-class CodedMapReduceLoad(UnifiedLoadRule):
-    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
-        """``(1/(mu q))(1 - mu q/K)``."""
-        mq = mu * q
-        return (1 / mq) * (1 - mq / K)
-
-
 CMR = Scheme("cmr", "coded MapReduce: uncoded batches on mu q servers each; waits for all K",
-             layout=IdentityLayout(), code=IDENTITY_CODE, loads=CodedMapReduceLoad(),
-             delay=UncodedTerms())
+             layout=IdentityLayout(), code=IDENTITY_CODE, delay=UncodedTerms())

@@ -5,18 +5,18 @@ analytic setting and the costs of its field (one
 :class:`~mpi_coded.analysis.delay.DelayCosts`: ``sigma_A``, ``sigma_M`` and the
 convention), the :class:`ModelTerms` :func:`mpi_coded.analysis.model.predict` turns
 into delays the same way for every scheme: rows per server, encoding operations,
-decoding cost per output, servers waited for, load.  :class:`DenseTerms` is the
-unified scheme's (a dense ``(r, m)`` RS code); the others live with their schemes.
+decoding cost per output, servers waited for.  The load is not theirs: the scheme's
+load rule declares it once (:mod:`~mpi_coded.coded.schemes.load_rules`).
+:class:`DenseTerms` is the unified scheme's (a dense ``(r, m)`` RS code); the others
+live with their schemes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Protocol
 
 from mpi_coded.analysis.delay import DelayCosts, Ops, encode_ops, fft_encode_ops
-from mpi_coded.analysis.loads import unified_load
 from mpi_coded.coded.params import CodedParams
 
 
@@ -34,8 +34,9 @@ class ModelTerms:
     """The decoder costed (``bm``, ``fft``, ``peeling``) or None."""
     servers_needed: dict[int, float] | None
     """Distribution of the finishers the map phase waits for; None: from the assignment."""
-    load: Fraction | float | None
-    """Exact (Fraction) or approximate (float) load; None: from the assignment."""
+    load: float | None = None
+    """Only for a scheme without a closed-form load (the model uses the scheme's load rule
+    otherwise): lt's approximate load; None: from the assignment (bdc)."""
     eps: float | None = None
     """lt: the LT overhead used."""
     encoder: str | None = None
@@ -57,9 +58,8 @@ class DelayTerms(Protocol):
 class DenseTerms:
     """A dense ``(r, m)`` MDS (RS) code: ``mu m`` rows per server, encoding by ``m``
     products per coded row or the FFT (:meth:`encode`), one RS decoding of length ``r``
-    per output, waiting for ``q_eff`` servers, the unified load at the effective
-    parameters.  Subclasses change the hooks (:meth:`generator_ops`, :meth:`decode`,
-    :meth:`fft_codewords`, ...)."""
+    per output, waiting for ``q_eff`` servers.  Subclasses change the hooks
+    (:meth:`generator_ops`, :meth:`decode`, :meth:`fft_codewords`, ...)."""
 
     authors_fft_encode = True
     """The BDC authors' evaluation code encodes this scheme by FFT (unified) rather than by
@@ -75,7 +75,7 @@ class DenseTerms:
         enc, encoder = self.encode(p, costs)
         return ModelTerms(
             rows=self.rows(p), encode=enc, decode_per_output=cost, decoder=decoder,
-            servers_needed=self.servers_needed(p), load=self.load(p), encoder=encoder)
+            servers_needed=self.servers_needed(p), encoder=encoder)
 
     def rows(self, p: CodedParams) -> float:
         """Coded rows per server: ``mu_eff m``."""
@@ -84,10 +84,6 @@ class DenseTerms:
     def servers_needed(self, p: CodedParams) -> dict[int, float] | None:
         """``q_eff``, always."""
         return {p.wait_for: 1.0}
-
-    def load(self, p: CodedParams) -> Fraction | float | None:
-        """The unified formula at the effective parameters (docs/theory.md (B.3))."""
-        return unified_load(p.K, p.wait_for, p.mu_eff).load
 
     def generator_ops(self, p: CodedParams, costs: DelayCosts) -> Ops:
         """Encoding the stored rows by generator rows: ``m`` nonzeros per coded row."""

@@ -1,18 +1,18 @@
 """Load formulas: a scheme's closed-form communication load (docs/theory.md (B.3)).
 
-A scheme's load rule (``Scheme.loads``, a :class:`LoadRule`) is given the unified
-formula at the scheme's effective parameters (the *reference* load,
-:meth:`~mpi_coded.coded.schemes.base.Scheme.reference_load`, which also drives the
-shuffle plan) and says what the scheme's load is and how the papers write it.
-:class:`UnifiedLoadRule` is the unified scheme's: the reference load itself.
-uc, cmr and sc keep it with their literal forms (``1 - 1/K``, ...); bdc has none
-(:class:`NoClosedForm`); lt's is a lower bound.
+A scheme's load rule (``Scheme.loads``, a :class:`LoadRule`) is the one place its load
+is declared: given the unified formula at the scheme's effective parameters (the
+*reference* load, :meth:`~mpi_coded.coded.schemes.base.Scheme.reference_load`, which
+also drives the shuffle plan) it gives the exact load (Fractions: multicast, unicast,
+the levels).  The paper's form (``mpi-coded load``), the model's load and every run's
+check derive from it.  :class:`UnifiedLoadRule` (the reference load itself) is every
+built-in's with a closed form (uc ``1 - 1/K``, cmr, sc ``1 - 1/q``, unified); bdc has
+none (:class:`NoClosedForm`); lt's is only a lower bound (``closed_form = False``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Protocol
 
 from mpi_coded.analysis.loads import UnifiedLoad
@@ -27,14 +27,12 @@ class LoadRule(Protocol):
         """:meth:`load` is the scheme's load (bdc: none; lt: only a lower bound)."""
 
     def load(self, reference: UnifiedLoad) -> UnifiedLoad:
-        """The closed-form load, from the reference load."""
-    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
-        """The load as the papers write it at the reference parameters ``K, q, mu``."""
+        """The exact load, from the reference load."""
 
 
 class UnifiedLoadRule:
-    """The unified formula at the effective parameters is the load.  A subclass changes
-    the literal form (uc, cmr, sc) or says the formula is only a lower bound
+    """The unified formula at the effective parameters is the load.  A subclass adds its
+    own rules to :meth:`load` or says the formula is only a lower bound
     (``closed_form = False``: lt)."""
 
     closed_form = True
@@ -42,10 +40,6 @@ class UnifiedLoadRule:
     def load(self, reference: UnifiedLoad) -> UnifiedLoad:
         """The reference load."""
         return reference
-
-    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
-        """``L(q)``."""
-        return self.load(reference).load
 
 
 @dataclass(frozen=True)
@@ -58,6 +52,3 @@ class NoClosedForm:
 
     def load(self, reference: UnifiedLoad) -> UnifiedLoad:
         raise ConfigError("scheme", self.why, self.value)
-
-    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
-        return self.load(reference).load

@@ -12,13 +12,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 from mpi_coded.analysis.delay import DelayCosts, Ops, encode_ops
-from mpi_coded.analysis.loads import UnifiedLoad
 from mpi_coded.coded.code import CodeLayout, striped_layout
 from mpi_coded.coded.params import CodedParams, CodeShape
 from mpi_coded.coded.schemes.base import Scheme
 from mpi_coded.coded.schemes.delay_terms import DenseTerms
 from mpi_coded.coded.schemes.layout import BatchLayout
-from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 
 
 class StripedLayout(BatchLayout):
@@ -56,11 +54,5 @@ class StripedTerms(DenseTerms):
                                "bm" if costs.conv.authors else None)
 
 
-class StragglerCodingLoad(UnifiedLoadRule):
-    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
-        """``1 - 1/q``."""
-        return 1 - Fraction(1, q)
-
-
 SC = Scheme("sc", "straggler coding: a (K, q) MDS code per stripe, one coded block per server",
-            layout=StripedLayout(), loads=StragglerCodingLoad(), delay=StripedTerms())
+            layout=StripedLayout(), delay=StripedTerms())

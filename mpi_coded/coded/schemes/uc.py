@@ -12,13 +12,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 from mpi_coded.analysis.delay import DelayCosts, Ops
-from mpi_coded.analysis.loads import UnifiedLoad
 from mpi_coded.coded.params import CodedParams, CodeShape
 from mpi_coded.coded.schemes.base import Scheme
 from mpi_coded.coded.schemes.code_rules import IDENTITY_CODE
 from mpi_coded.coded.schemes.delay_terms import DenseTerms
 from mpi_coded.coded.schemes.layout import BatchLayout
-from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 
 
 class IdentityLayout(BatchLayout):
@@ -57,12 +55,5 @@ class UncodedTerms(DenseTerms):
         return 0.0, None
 
 
-class UncodedLoad(UnifiedLoadRule):
-    def literal(self, K: int, q: int, mu: Fraction, reference: UnifiedLoad) -> Fraction:
-        """``1 - 1/K``."""
-        return 1 - Fraction(1, K)
-
-
 UC = Scheme("uc", "uncoded: K blocks, one per server; waits for all K",
-            layout=UncodedLayout(), code=IDENTITY_CODE, loads=UncodedLoad(),
-            delay=UncodedTerms())
+            layout=UncodedLayout(), code=IDENTITY_CODE, delay=UncodedTerms())

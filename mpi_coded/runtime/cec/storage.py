@@ -28,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import json
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,8 +55,6 @@ DIGEST = 16
 
 
 def warn(message: str) -> None:
-    import sys
-
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
