@@ -95,6 +95,14 @@ class ElasticSetup(WithLinks, Record):
     store: dict[str, Any] | None = optional()
     """A job from a coded store: ``machines`` (machine -> rank), ``lost`` (machines without
     a rank), ``repairs`` (machine, rank, host, sources, bytes, seconds), ``dataset``."""
+    store_open_s: float | None = optional()
+    """A job from a coded store: the master's seconds from the start of the store's opening
+    (scan, checks, repairs: every rank's, as the master waits for them) to its end, before
+    ``setup_s`` is counted (docs/storage.md, "A job from a store")."""
+    store_parts: dict[str, float] | None = optional()
+    """The parts of ``store_open_s``: ``scan_s`` and ``verify_s`` (the slowest rank's),
+    ``blocks_read`` and ``read_bytes`` (blocks read whole against their checksums, all
+    ranks), ``blocks_marked`` (blocks whose verified mark spared the read), ``repair_s``."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -23,11 +23,13 @@ from mpi4py import MPI
 
 from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.inbox import Inbox
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
 
 if TYPE_CHECKING:
     from mpi_coded.runtime.cec.machine import Machine
+    from mpi_coded.store.audit import Audit
 
 
 class MachineStore:
@@ -99,7 +101,18 @@ class CodedStore(MachineStore):
 
 class DiskStore(CodedStore):
     """The coded block(s) memory-mapped from this host's store directory (checked, or
-    repaired, by :func:`mpi_coded.runtime.cec.storage.open_store`); nothing received."""
+    repaired, by :func:`mpi_coded.runtime.cec.storage.open_store`); nothing received.
+
+    The blocks the start trusted by their verified mark are audited in the background
+    from the job's second step on (:mod:`mpi_coded.store.audit`: the first step is not
+    slowed); before every task the machine asks the audit whether its blocks may still be
+    used (a chunk failed, or a file changed on disk since the start): if not, it stops in
+    one line naming the file and the rows, its mark removed, so that the next start reads
+    the block whole and repairs it from its peers."""
+
+    def __init__(self, m: Machine) -> None:
+        super().__init__(m)
+        self.audit: Audit | None = None
 
     def setup(self) -> None:
         from mpi_coded.store.blocks import open_block
@@ -111,6 +124,18 @@ class DiskStore(CodedStore):
             block_t = open_block(run.blocks, m.rank, 1)
             self.blocks = [m.block, block_t]
             m.out = m.field.zeros(max(m.cfg.rows_per_block, block_t.shape[0]))
+        self.audit = run.audit()
+
+    def select(self, step: int) -> None:
+        super().select(step)
+        if self.audit is None:
+            return
+        if step > self.m.per_step:  # the first step's products are done
+            self.audit.start()
+        bad = self.audit.problem()
+        if bad is not None:
+            raise CannotGoOn(f"machine {self.m.rank}: {bad}; the next start reads the "
+                             "block whole and repairs it from its peers")
 
 
 class UncodedStore(MachineStore):
