@@ -56,9 +56,9 @@ def flip(path: Path, row: int) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def run(cfg: Path, store: Path, out: Path):
+def run(cfg: Path, store: Path, out: Path, *extra: str):
     return run_mpi(6, ["run", "cec", "--config", str(cfg), "--store", str(store), "--out",
-                       str(out), "--timeout", "20"], timeout=120)
+                       str(out), "--timeout", "20", *extra], timeout=120)
 
 
 def lines(path: Path) -> list[dict]:
@@ -82,12 +82,19 @@ def test_a_chunk_flipped_after_the_check_is_never_used(tmp_path: Path) -> None:
     parts = setup["store_parts"]
     assert parts["blocks_read"] == 1 and parts["blocks_marked"] == 4
     assert parts["read_bytes"] == os.path.getsize(store / "block-1.npy")
-    assert setup["store_open_s"] >= parts["repair_s"] > 0
+    assert setup["store_open_s"] >= parts["repair_s"] > 0 and parts["arrive_s"] >= 0
     assert "store opened in" in r.stdout
     steps = [x for x in lines(out) if x["kind"] == "step"]
     assert len(steps) == 4 and all(x["verified"] for x in steps)
     ok = run_cli(["store", "check", "--config", str(cfg), "--store", str(store)])
     assert ok.returncode == 0, ok.stderr  # GF: the repaired block is the original
+
+    out = tmp_path / "b.jsonl"  # store_check = "full": every block read, marks or not
+    r = run(cfg, store, out, "--store-check", "full")
+    assert r.returncode == 0, r.stderr
+    assert lines(out)[0]["store_check"] == "full"
+    parts = next(x for x in lines(out) if x["kind"] == "setup")["store_parts"]
+    assert parts["blocks_read"] == 5 and parts["blocks_marked"] == 0
 
 
 def test_a_flip_the_mark_cannot_see_is_found_by_the_audit(tmp_path: Path) -> None:

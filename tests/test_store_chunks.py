@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mpi_coded.cec.config import from_mapping
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import get_field
 from mpi_coded.store import checksum, marks
@@ -190,6 +191,8 @@ def test_the_audit_renews_a_good_mark_and_watches_the_file(tmp_path: Path) -> No
 
 
 def test_bad_arguments_name_the_rule() -> None:
+    with pytest.raises(ConfigError, match="store_check: must be one of mark, full"):
+        from_mapping({"store_check": "never"})
     with pytest.raises(ValueError, match="chunk_bytes must be >= 1"):
         checksum.ChunkHasher(0)
     with pytest.raises(ValueError, match=r"duty must be in \(0, 1\]"):

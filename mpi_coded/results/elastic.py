@@ -57,6 +57,7 @@ class ElasticConfig(Record):
     joins: list[list[int]] | None = optional()
     store: str | None = optional()
     verify: str | None = optional()
+    store_check: str | None = optional()
     source: str | None = optional()
     run: RunContext | None = part(RunContext)
     first_step: int = 1
@@ -100,9 +101,11 @@ class ElasticSetup(WithLinks, Record):
     (scan, checks, repairs: every rank's, as the master waits for them) to its end, before
     ``setup_s`` is counted (docs/storage.md, "A job from a store")."""
     store_parts: dict[str, float] | None = optional()
-    """The parts of ``store_open_s``: ``scan_s`` and ``verify_s`` (the slowest rank's),
-    ``blocks_read`` and ``read_bytes`` (blocks read whole against their checksums, all
-    ranks), ``blocks_marked`` (blocks whose verified mark spared the read), ``repair_s``."""
+    """The parts of ``store_open_s``: ``arrive_s`` (the master's wait for every rank to
+    reach the store and scan its directory), ``scan_s`` and ``verify_s`` (the slowest
+    rank's), ``blocks_read`` and ``read_bytes`` (blocks read whole against their
+    checksums, all ranks), ``blocks_marked`` (blocks whose verified mark spared the read),
+    ``repair_s``."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -125,7 +125,9 @@ def open_store(cfg: CECConfig, comm: MPI.Comm) -> StoreRun:
         mine[N:N + DIGEST] = np.frombuffer(hb.manifest.digest(), dtype=np.uint8)
     name = host.encode()[:64]
     mine[N + DIGEST: N + DIGEST + len(name)] = np.frombuffer(name, dtype=np.uint8)
+    t1 = time.perf_counter()
     every = _gather(comm, mine, cfg.timeout_s, "every rank's stored blocks")
+    arrive_s = time.perf_counter() - t1
     hosts = {r: bytes(row[N + DIGEST:]).rstrip(b"\0").decode(errors="replace")
              for r, row in enumerate(every)}
     if hb is not None and rank == min(r for r in hosts if r > 0 and hosts[r] == host):
@@ -139,7 +141,7 @@ def open_store(cfg: CECConfig, comm: MPI.Comm) -> StoreRun:
         if chk.problem:
             warn(f"rank {rank} ({host}): {chk.problem}")
     facts = np.array([float(chk.problem is None), scan_s, chk.seconds, chk.read,
-                      chk.read_bytes, len(chk.marked)])
+                      chk.read_bytes, len(chk.marked), arrive_s])
     oks = _gather(comm, facts, cfg.timeout_s, "every rank's block checks")
     layout = plan_repairs(first, {r: bool(oks[r, 0]) for r in first}, N, cfg.L)
     if len(layout.machine_of) < cfg.L or layout.unused:
@@ -149,9 +151,9 @@ def open_store(cfg: CECConfig, comm: MPI.Comm) -> StoreRun:
     identity = _identity(comm, root, hb, cfg.timeout_s)
     run = StoreRun(layout, identity, hosts, hb, layout.machine_of.get(rank), [],
                    [chk.problem] if chk.problem else [], chk)
-    t1 = time.perf_counter()
+    t2 = time.perf_counter()
     repair(run, cfg, comm, get_field(cfg.field))
-    run.parts = _parts(oks, time.perf_counter() - t1)
+    run.parts = _parts(oks, time.perf_counter() - t2)
     run.open_s = time.perf_counter() - t0
     return run
 
@@ -168,8 +170,10 @@ def _scan(cfg: CECConfig, rank: int, host: str) -> HostBlocks | None:
 
 def _parts(facts: np.ndarray, repair_s: float) -> dict[str, float]:
     """The setup line's ``store_parts`` from every rank's gathered facts (``[ok, scan_s,
-    verify_s, blocks read, bytes read, blocks marked]``) and the repairs' wall time."""
-    return {"scan_s": float(facts[:, 1].max()), "verify_s": float(facts[:, 2].max()),
+    verify_s, blocks read, bytes read, blocks marked, arrive_s]``) and the repairs' wall
+    time; ``arrive_s`` is the master's wait for every rank to reach the store and scan."""
+    return {"arrive_s": float(facts[0, 6]), "scan_s": float(facts[:, 1].max()),
+            "verify_s": float(facts[:, 2].max()),
             "blocks_read": int(facts[:, 3].sum()), "read_bytes": int(facts[:, 4].sum()),
             "blocks_marked": int(facts[:, 5].sum()), "repair_s": repair_s}
 
@@ -286,7 +290,8 @@ def _list(d: Path, ident: Manifest, entries: list[BlockEntry], fld: Field) -> No
 
 def store_line(open_s: float, parts: dict[str, float]) -> str:
     """The store's opening in one line (the setup line's ``store_open_s``, ``store_parts``)."""
-    return (f"store opened in {open_s:.3f} s (scan {parts.get('scan_s', 0):.3f} s, "
+    return (f"store opened in {open_s:.3f} s (every rank in "
+            f"{parts.get('arrive_s', 0):.3f} s, scan {parts.get('scan_s', 0):.3f} s, "
             f"{int(parts.get('blocks_read', 0))} blocks read whole, "
             f"{int(parts.get('read_bytes', 0))} bytes, in {parts.get('verify_s', 0):.3f} s; "
             f"{int(parts.get('blocks_marked', 0))} unchanged since checked, audited in the "
