@@ -9,8 +9,10 @@ Every rank runs :func:`open_store` at the start of the job:
 2. one ``Iallgather``: each rank's held machines and manifest digest (hosts whose
    manifests differ refuse the job); every rank computes the same assignment
    (:func:`mpi_coded.store.assign.assign`);
-3. each assigned rank reads its block(s) whole against the checksum; a second
-   ``Iallgather`` of those verdicts; every rank computes the same repairs
+3. each assigned rank checks its block(s) (:func:`mpi_coded.store.blocks.check_block`:
+   not read when the verified mark fits the file, ``store_check = "mark"``; else read
+   whole, chunk by chunk); a second ``Iallgather`` of those verdicts and timings; every
+   rank computes the same repairs
    (:func:`mpi_coded.store.assign.plan_repairs`);
 4. the manifest's identity (field, generator, sketch, ``||X||_2``) is broadcast from the
    lowest rank that has one, so that the master, which reads no disk, and a new host
@@ -21,6 +23,8 @@ Every rank runs :func:`open_store` at the start of the job:
    manifest (under a lock: two ranks of one host may write it).
 
 Every wait has a deadline (``timeout_s``).  The master never reads or sends a block.
+The opening is timed on every rank: :attr:`StoreRun.open_s` and :attr:`StoreRun.parts`
+(the setup line's ``store_open_s`` and ``store_parts``).
 """
 
 from __future__ import annotations
