@@ -14,6 +14,7 @@ import pytest
 from mpi_coded.cec.config import from_mapping
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import get_field
+from mpi_coded.results import ElasticSetup, StoreOpening
 from mpi_coded.store import checksum, marks
 from mpi_coded.store.audit import Audit, for_machine
 from mpi_coded.store.blocks import Expect, HostBlocks, check_block, scan, verify
@@ -210,3 +211,16 @@ def test_chunk_hasher_splits_any_writes_at_chunk_boundaries() -> None:
         d.update(data[i: i + 100])
         want.append(d.hexdigest())
     assert h.close() == want
+
+
+def test_the_setup_line_carries_the_store_opening() -> None:
+    """``store_open_s`` and ``store_parts`` written into the setup line and read back; a
+    line without them (a job without a store, or an older runtime) reads as None."""
+    parts = StoreOpening(arrive_s=0.4, scan_s=0.1, verify_s=0.0, blocks_read=1,
+                         read_bytes=4096, blocks_marked=4, repair_s=0.2)
+    line = ElasticSetup(setup_s=0.001, store_open_s=0.8, store_parts=parts).to_dict()
+    assert line["store_parts"]["blocks_marked"] == 4 and line["store_open_s"] == 0.8
+    back = ElasticSetup.from_record(json.loads(json.dumps(line)))
+    assert back.store_parts == parts and back.store_open_s == 0.8
+    old = ElasticSetup.from_record(ElasticSetup(setup_s=0.001).to_dict())
+    assert old.store_parts is None and old.store_open_s is None

@@ -77,6 +77,26 @@ class ElasticConfig(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class StoreOpening(Part):
+    """The parts of a job's opening of its coded store (the setup line's ``store_parts``;
+    docs/storage.md, "A job from a store")."""
+
+    arrive_s: float = 0.0
+    """The master's wait for every rank to reach the store and scan its directory."""
+    scan_s: float = 0.0
+    """The slowest rank's scan (manifest read and checked, headers of its blocks)."""
+    verify_s: float = 0.0
+    """The slowest rank's check of its block against the checksums."""
+    blocks_read: int = 0
+    """Blocks read whole against their checksums (all ranks)."""
+    read_bytes: int = 0
+    blocks_marked: int = 0
+    """Blocks whose verified mark fitted the file: not read (docs/storage.md)."""
+    repair_s: float = 0.0
+    """The repairs from peers, to the last rank's end."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ElasticSetup(WithLinks, Record):
     """The coded blocks (or the uncoded rows) sent once, before the first step."""
 
@@ -100,12 +120,8 @@ class ElasticSetup(WithLinks, Record):
     """A job from a coded store: the master's seconds from the start of the store's opening
     (scan, checks, repairs: every rank's, as the master waits for them) to its end, before
     ``setup_s`` is counted (docs/storage.md, "A job from a store")."""
-    store_parts: dict[str, float] | None = optional()
-    """The parts of ``store_open_s``: ``arrive_s`` (the master's wait for every rank to
-    reach the store and scan its directory), ``scan_s`` and ``verify_s`` (the slowest
-    rank's), ``blocks_read`` and ``read_bytes`` (blocks read whole against their
-    checksums, all ranks), ``blocks_marked`` (blocks whose verified mark spared the read),
-    ``repair_s``."""
+    store_parts: StoreOpening | None = nested(StoreOpening)
+    """The parts of ``store_open_s`` (:class:`StoreOpening`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

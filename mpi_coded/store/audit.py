@@ -52,7 +52,9 @@ class Audit:
 
     def start(self) -> None:
         """Start the thread (once; a daemon: the process may end before it is done)."""
-        if self.thread is None:
+        if self.thread is None and not self.entries:
+            self.done.set()  # nothing to check: no thread
+        elif self.thread is None:
             self.thread = threading.Thread(target=self.run, name="store-audit", daemon=True)
             self.thread.start()
 

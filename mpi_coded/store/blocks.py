@@ -141,8 +141,12 @@ def check_block(hb: HostBlocks, n: int, use_marks: bool = True) -> Check:
         if use_marks and marks.valid(path, e.checksum):
             out.marked.append(path)
             continue
-        ident = marks.identity(path)
-        out.problem = check_entry(path, e)
+        try:
+            ident = marks.identity(path)
+            out.problem = check_entry(path, e)
+        except OSError as exc:  # gone or unreadable since the scan
+            out.problem = f"{path}: cannot be read ({exc})"
+            break
         out.read += 1
         out.read_bytes += ident[2]
         if out.problem is not None:

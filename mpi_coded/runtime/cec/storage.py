@@ -44,6 +44,7 @@ from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import Field, get_field
+from mpi_coded.results import StoreOpening
 from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
 from mpi_coded.store.assign import RankLayout, assign, plan_repairs
@@ -92,7 +93,7 @@ class StoreRun:
     problems: list[str] = field(default_factory=list)
     check: Check = field(default_factory=Check)  # this rank's block checked at the start
     open_s: float = 0.0  # this rank's time in open_store
-    parts: dict[str, float] = field(default_factory=dict)  # the setup line's store_parts
+    parts: StoreOpening = field(default_factory=StoreOpening)  # the setup line's store_parts
 
     def audit(self) -> Audit | None:
         """This machine's blocks watched, and the ones the start trusted by an old mark
@@ -172,14 +173,14 @@ def _scan(cfg: CECConfig, rank: int, host: str) -> HostBlocks | None:
         raise CannotGoOn(f"store: {exc.rule}") from None
 
 
-def _parts(facts: np.ndarray, repair_s: float) -> dict[str, float]:
+def _parts(facts: np.ndarray, repair_s: float) -> StoreOpening:
     """The setup line's ``store_parts`` from every rank's gathered facts (``[ok, scan_s,
     verify_s, blocks read, bytes read, blocks marked, arrive_s]``) and the repairs' wall
     time; ``arrive_s`` is the master's wait for every rank to reach the store and scan."""
-    return {"arrive_s": float(facts[0, 6]), "scan_s": float(facts[:, 1].max()),
-            "verify_s": float(facts[:, 2].max()),
-            "blocks_read": int(facts[:, 3].sum()), "read_bytes": int(facts[:, 4].sum()),
-            "blocks_marked": int(facts[:, 5].sum()), "repair_s": repair_s}
+    return StoreOpening(arrive_s=float(facts[0, 6]), scan_s=float(facts[:, 1].max()),
+                        verify_s=float(facts[:, 2].max()), blocks_read=int(facts[:, 3].sum()),
+                        read_bytes=int(facts[:, 4].sum()),
+                        blocks_marked=int(facts[:, 5].sum()), repair_s=repair_s)
 
 
 def _check_digests(every: np.ndarray, N: int, hosts: dict[int, str], store: str) -> int:
@@ -292,11 +293,9 @@ def _list(d: Path, ident: Manifest, entries: list[BlockEntry], fld: Field) -> No
 
 
 
-def store_line(open_s: float, parts: dict[str, float]) -> str:
+def store_line(open_s: float, p: StoreOpening) -> str:
     """The store's opening in one line (the setup line's ``store_open_s``, ``store_parts``)."""
-    return (f"store opened in {open_s:.3f} s (every rank in "
-            f"{parts.get('arrive_s', 0):.3f} s, scan {parts.get('scan_s', 0):.3f} s, "
-            f"{int(parts.get('blocks_read', 0))} blocks read whole, "
-            f"{int(parts.get('read_bytes', 0))} bytes, in {parts.get('verify_s', 0):.3f} s; "
-            f"{int(parts.get('blocks_marked', 0))} unchanged since checked, audited in the "
-            f"background; repairs {parts.get('repair_s', 0):.3f} s)")
+    return (f"store opened in {open_s:.3f} s (every rank in {p.arrive_s:.3f} s, scan "
+            f"{p.scan_s:.3f} s, {p.blocks_read} blocks read whole, {p.read_bytes} bytes, in "
+            f"{p.verify_s:.3f} s; {p.blocks_marked} unchanged since checked, not read; "
+            f"repairs {p.repair_s:.3f} s)")
