@@ -9,6 +9,13 @@ Built-in modes (repeatable on ``mpi-coded run``)::
     garble:RANK:PHASE[@STEP]          the rank sends the master a malformed message
     drift:RANK:STEP:FACTOR            elastic job: from step STEP on, the rank's throttle
                                       speed is multiplied by FACTOR (> 0; < 1 slows it)
+    corrupt:RANK:answer[@STEP][:P]    elastic job: the rank's answer (its product of a row
+                                      set) has one entry changed, well-formed and wrong:
+                                      at STEP (or its first answer), or with probability P
+                                      at every answer (a mercurial machine)
+    lie:RANK[:STEP]                   elastic job: from step STEP (default 1) on, the rank
+                                      answers for a wrong ``w`` (one entry changed): every
+                                      answer a consistent product of the wrong vector
 
 Phases are named as in the results: ``setup``, ``step`` (elastic job; and ``idle``: the
 machine is told to idle, ``answer``: its product is computed, before it is sent),
@@ -22,9 +29,11 @@ A mode is a :class:`FaultMode` registered in :data:`FAULTS` (a plugin's
 check them against the job (:meth:`FaultMode.check`), and acts through up to three
 hooks: :meth:`FaultMode.fire` when the rank enters the fault's phase (given a
 :class:`FaultContext`: the rank, its host, where it is, and the runtime's
-``send_garbled``), :meth:`FaultMode.time_factor` (its throttled work takes longer) and
-:meth:`FaultMode.speed_factor` (its speed from a step on).  The runtime asks the mode,
-never its name.
+``send_garbled``; in the ``answer`` phase also the :class:`Answer` about to be sent, which
+a lying mode changes in place), :meth:`FaultMode.time_factor` (its throttled work takes
+longer) and :meth:`FaultMode.speed_factor` (its speed from a step on).  A mode whose
+:meth:`FaultMode.active` holds at more than one answer (:meth:`FaultMode.repeats`) fires
+each time.  The runtime asks the mode, never its name.
 """
 
 from __future__ import annotations
@@ -33,9 +42,11 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+import numpy as np
 
 from mpi_coded.coded.phases import PHASES as CODED_PHASES
 from mpi_coded.errors import ConfigError, require
@@ -58,10 +69,49 @@ class Fault:
     step: int | None = None
     seconds: float = 0.0
     factor: float = 1.0
+    p: float | None = None  # corrupt: the probability at each answer (None: once)
 
     def fires(self, rank: int, phase: str, step: int | None) -> bool:
         return (self.rank == rank and self.phase == phase and
                 (self.step is None or self.step == step))
+
+
+@dataclass
+class Answer:
+    """A machine's computed answer about to be sent (the ``answer`` phase), which a lying
+    fault mode may change in place: ``values`` (1-D, writable; float64, or GF(2^l) words
+    when ``order`` is ``2^l``), the vector ``w`` it was computed with and ``product(v)``, the
+    same rows times another vector (None where the runtime cannot recompute it, e.g. the
+    transposed product of linreg), and a generator for the mode's draws."""
+
+    values: np.ndarray
+    order: int
+    rng: np.random.Generator
+    w: np.ndarray | None = None
+    product: Callable[[np.ndarray], np.ndarray] | None = None
+
+    @property
+    def exact(self) -> bool:
+        """GF(2^l) words, not float64."""
+        return self.order > 0
+
+
+def corrupt_entry(ans: Answer) -> int:
+    """Change one entry of ``ans.values`` (chosen by ``ans.rng``), well-formed and wrong:
+    over GF(2^l) XOR a non-zero symbol; over float64 flip one of the top 8 bits of the
+    mantissa (a relative change of 2^-8 to 2^-1; a zero entry becomes the answer's mean
+    magnitude, or 1).  Returns the entry's index."""
+    v, rng = ans.values, ans.rng
+    i = int(rng.integers(v.size))
+    if ans.exact:
+        v[i] ^= v.dtype.type(int(rng.integers(1, ans.order)))
+    elif v[i] == 0:
+        mean = float(np.mean(np.abs(v)))
+        v[i] = mean if mean > 0 else 1.0
+    else:
+        bits = v[i: i + 1].view(np.uint64)
+        bits ^= np.uint64(1) << np.uint64(51 - int(rng.integers(8)))
+    return i
 
 
 class FaultContext(Protocol):
@@ -71,6 +121,8 @@ class FaultContext(Protocol):
     host: str
     where: str
     """``phase PHASE[ STEP]``, for messages."""
+    answer: Answer | None
+    """In the ``answer`` phase: the answer about to be sent (change it in place to lie)."""
 
     def send_garbled(self) -> None:
         """Send the master a malformed message (the runtime's wire protocol)."""
@@ -119,6 +171,15 @@ class FaultMode:
 
     def check(self, fault: Fault, steps: int) -> None:
         """ConfigError unless ``fault`` fits a job of ``steps`` steps (default: any)."""
+
+    def active(self, fault: Fault, rank: int, phase: str, step: int | None) -> bool:
+        """Whether ``fault`` fires when ``rank`` enters ``phase`` at ``step`` (default:
+        :meth:`Fault.fires`)."""
+        return fault.fires(rank, phase, step)
+
+    def repeats(self, fault: Fault) -> bool:
+        """Whether ``fault`` fires every time it is :meth:`active` (default: once)."""
+        return False
 
     def fire(self, fault: Fault, ctx: FaultContext) -> None:
         """What happens when the rank enters the fault's phase (default: nothing)."""
@@ -208,13 +269,85 @@ class Drift(FaultMode):
         return fault.factor if fault.step is not None and fault.step <= step else 1.0
 
 
+class Corrupt(FaultMode):
+    name, usage = "corrupt", "corrupt:RANK:answer[@STEP][:P]"
+    summary = "the rank's answer has one entry changed (at STEP, or with probability P)"
+    jobs = ("cec",)
+
+    def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
+        require(len(fields) in (1, 2), ARG, f"must look like {self.usage}", spec)
+        phase, step = phase_at(fields[0], job, spec)
+        require(phase == "answer", ARG, "corrupt PHASE must be answer (the machine's "
+                "computed product)", spec)
+        p = number(fields[1], "P", spec) if len(fields) == 2 else None
+        require(p is None or 0 < p <= 1, ARG, "corrupt P must be in (0, 1]", spec)
+        return Fault(self.name, rank, phase, step, p=p)
+
+    def repeats(self, fault: Fault) -> bool:
+        return fault.p is not None
+
+    def fire(self, fault: Fault, ctx: FaultContext) -> None:
+        ans = ctx.answer
+        if ans is None or ans.values.size == 0:
+            return
+        if fault.p is not None and ans.rng.random() >= fault.p:
+            return
+        i = corrupt_entry(ans)
+        say(ctx, f"corrupts entry {i} of its answer")
+
+
+class Lie(FaultMode):
+    name, usage = "lie", "lie:RANK[:STEP]"
+    summary = "from step STEP on the rank answers for a wrong w (consistently)"
+    jobs = ("cec",)
+
+    def __init__(self) -> None:
+        self.said: set[Fault] = set()  # one stderr line per fault
+
+    def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
+        require(len(fields) <= 1, ARG, f"must look like {self.usage}", spec)
+        at_step = integer(fields[0], "STEP", spec) if fields else 1
+        require(at_step >= 1, ARG, "lie STEP must be >= 1", spec)
+        return Fault(self.name, rank, "answer", at_step)
+
+    def check(self, fault: Fault, steps: int) -> None:
+        assert fault.step is not None
+        require(fault.step <= steps, ARG, f"lie STEP must be a step of the job (1..{steps})",
+                f"lie:{fault.rank}:{fault.step}")
+
+    def active(self, fault: Fault, rank: int, phase: str, step: int | None) -> bool:
+        return (fault.rank == rank and phase == "answer" and step is not None and
+                fault.step is not None and step >= fault.step)
+
+    def repeats(self, fault: Fault) -> bool:
+        return True
+
+    def fire(self, fault: Fault, ctx: FaultContext) -> None:
+        ans = ctx.answer
+        if ans is None or ans.values.size == 0:
+            return
+        if ans.product is None or ans.w is None or ans.w.size == 0:
+            corrupt_entry(ans)  # cannot recompute here: one entry changed instead
+            return
+        if fault not in self.said:
+            self.said.add(fault)
+            say(ctx, f"answers for a wrong w from step {fault.step} on")
+        wrong = ans.w.copy()  # the same wrong w at every answer: one entry changed
+        j = fault.rank % wrong.size
+        if ans.exact:
+            wrong[j] ^= wrong.dtype.type(1)
+        else:
+            wrong[j] += 1.0
+        ans.values[:] = ans.product(wrong)
+
+
 FAULTS: Registry[FaultMode] = Registry("fault")
 """Name -> fault mode, the built-ins' and the plugins'."""
 
 
 def mpi_coded_register(registry: HookRegistrar) -> None:
     """The package's own fault modes, through the hook a plugin uses."""
-    for mode in (Kill(), Stall(), Slow(), Garble(), Drift()):
+    for mode in (Kill(), Stall(), Slow(), Garble(), Drift(), Corrupt(), Lie()):
         registry.fault(mode)
 
 

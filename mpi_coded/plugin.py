@@ -86,11 +86,21 @@ from mpi_coded.coded.schemes.load_rules import UnifiedLoadRule
 from mpi_coded.coded.shuffle import UnicastBook, deficit_unicasts
 from mpi_coded.codes import work
 from mpi_coded.errors import ConfigError, NotDecodable, PluginError, require
-from mpi_coded.faults import FAULTS, PHASES, Fault, FaultContext, FaultMode, number, phase_at
+from mpi_coded.faults import (
+    FAULTS,
+    PHASES,
+    Answer,
+    Fault,
+    FaultContext,
+    FaultMode,
+    corrupt_entry,
+    number,
+    phase_at,
+)
 from mpi_coded.fields import Field
 from mpi_coded.registry import Registry
 
-API_VERSION = "1.0"
+API_VERSION = "1.1"
 """``MAJOR.MINOR`` of this module (module docstring, "Stability")."""
 
 HOOK = "mpi_coded_register"
@@ -146,5 +156,6 @@ __all__ = [
     "Workload", "FloatIterative", "Iterate", "Product", "StepValues", "REFERENCE_RTOL",
     "relative_error", "start_vector",
     # fault modes
-    "FaultMode", "Fault", "FaultContext", "PHASES", "phase_at", "number",
+    "FaultMode", "Fault", "FaultContext", "PHASES", "phase_at", "number", "Answer",
+    "corrupt_entry",
 ]

@@ -14,10 +14,12 @@ results file, host 3 (machine 2) fails one of four ways:
 * ``netns``: host 3's processes killed and its network namespace deleted.
 
 For each case: hangs (the relaunch not over within ``--timeout``), unverified steps,
-verified steps lost (a step of the schedule with no verified line) and repeated, the
-seconds from the failure to the next verified step (the first ``yes`` row printed after
-it, p50 and p99 over the runs), and the bytes re-sent at relaunches (``setup_bytes`` and
-repairs of the setup lines after the first).  One JSON line per run to ``--out`` as it
+verified steps lost (a step of the schedule with no verified line) and repeated,
+relaunches without a failure (a relaunched launch that ended non-zero with no failure
+recorded during it: a healthy job ended by its supervisor), the seconds from the failure
+to the next verified step (the first ``yes`` row printed after it, p50 and p99 over the
+runs), and the bytes re-sent at relaunches (``setup_bytes`` and repairs of the setup
+lines after the first).  One JSON line per run to ``--out`` as it
 comes, progress on stderr, the matrix as one JSON object last on stdout.
 
     python scripts/bench_survival.py --runs 20
@@ -144,6 +146,9 @@ def one_run(case: str, i: int, args: argparse.Namespace, d: Path, store: str, cf
     launches = read_results(d / "launches.jsonl") if (d / "launches.jsonl").exists() else []
     (d / "launches.jsonl").unlink(missing_ok=True)
     later = [x["first_verified"] for x in launches[1:] if x.get("first_verified")]
+    # a relaunched launch ended though no failure was recorded during it (a healthy job
+    # killed by its supervisor); the failure itself is recorded during launch 0
+    needless = sum(1 for x in launches[1:] if x.get("rc") and not x.get("events"))
     return {"relaunch_to_verified_s": (later[0] - t_fail) if later and t_fail else None,
             "failure_to_end_s": (launches[0]["ended"] - t_fail) if launches and t_fail
             else None, "case": case, "run": i, "hung": hung, "rc": proc.returncode,
@@ -152,7 +157,8 @@ def one_run(case: str, i: int, args: argparse.Namespace, d: Path, store: str, cf
             "lost": len(set(range(1, args.steps + 1)) - set(verified)),
             "repeated": len(verified) - len(set(verified)),
             "failure_to_verified_s": (min(after) - t_fail) if after else None,
-            "bytes_resent": resent, "stderr_tail": "".join(err[-3:])[-400:]}
+            "bytes_resent": resent, "needless_relaunches": needless,
+            "stderr_tail": "".join(err[-3:])[-400:]}
 
 
 def pct(xs: list[float], q: float) -> float | None:
@@ -202,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                     f.write(json.dumps(rec) + "\n")
             say(f"{case} {i + 1}/{args.runs}: hung {rec['hung']}, rc {rec['rc']}, launches "
                 f"{rec['launches']}, unverified {rec['unverified']}, lost {rec['lost']}, "
-                f"repeated {rec['repeated']}, to the next verified step "
+                f"repeated {rec['repeated']}, relaunches without a failure "
+                f"{rec['needless_relaunches']}, to the next verified step "
                 f"{rec['failure_to_verified_s']} s (the relaunched job's first: "
                 f"{rec['relaunch_to_verified_s']} s), re-sent {rec['bytes_resent']} bytes")
     matrix = {}
@@ -220,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                         "max_s": max(gaps) if gaps else None,
                         "relaunch_p50_s": pct(rel, 0.5), "relaunch_p99_s": pct(rel, 0.99),
                         "end_p50_s": pct(ends, 0.5),
-                        "bytes_resent": sum(r["bytes_resent"] for r in rs)}
+                        "bytes_resent": sum(r["bytes_resent"] for r in rs),
+                        "needless_relaunches": sum(r["needless_relaunches"] for r in rs)}
     import shutil
 
     shutil.rmtree(d, ignore_errors=True)

@@ -6,8 +6,8 @@
 # Starts munged (as the munge user, on a private socket) or uses AuthType=auth/none,
 # then slurmctld and slurmd on this host (NodeName = `hostname -s`), all with their
 # state, logs and config in a temporary directory; submits the shipped batch scripts
-# (slurm/cec.sh with LAUNCHER=srun and LAUNCHER=mpiexec, slurm/coded.sh when
-# `mpi-coded run coded` exists), waits for them, checks their exit codes and that their
+# (slurm/cec.sh with LAUNCHER=srun and LAUNCHER=mpiexec, and from a store of one directory
+# per node that the script writes itself, slurm/coded.sh when `mpi-coded run coded` exists), waits for them, checks their exit codes and that their
 # JSON lines verified; runs COMMAND (if given) with SLURM_CONF pointing at this cluster,
 # e.g. `scripts/sweep.py --via slurm ...`; then stops every daemon it started.
 #
@@ -23,7 +23,8 @@
 #   MPI_CODED_PYTHON     python for the jobs (default: the repo's .venv/bin/python)
 #   HARNESS_DIR          state, logs and results (default: a new temporary directory,
 #                        removed at the end unless something failed or HARNESS_KEEP=1)
-#   HARNESS_JOBS         shipped scripts to submit (default: "cec-srun cec-mpiexec coded")
+#   HARNESS_JOBS         shipped scripts to submit (default: "cec-srun cec-mpiexec cec-store
+#                        coded")
 #   HARNESS_AUTH         munge or none (default: munge if munged is installed)
 #   HARNESS_PORT         slurmctld port; slurmd uses the next one (default: the first
 #                        free pair from 16817)
@@ -37,7 +38,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${MPI_CODED_PYTHON:-$ROOT/.venv/bin/python}
-JOBS=${HARNESS_JOBS-cec-srun cec-mpiexec coded}
+JOBS=${HARNESS_JOBS-cec-srun cec-mpiexec cec-store coded}
 PORT=${HARNESS_PORT:-}
 NTASKS=${HARNESS_NTASKS:-7}
 JOB_TIMEOUT=${HARNESS_JOB_TIMEOUT:-300}
@@ -273,6 +274,10 @@ for job in $JOBS; do
             run_shipped "$job" slurm/cec.sh "$RESULTS/$job.jsonl" LAUNCHER="${job#cec-}" \
                 -- --ntasks="$NTASKS"
             ;;
+        cec-store)  # no store yet: slurm/cec.sh writes it (one task per node), then runs
+            run_shipped "$job" slurm/cec.sh "$RESULTS/$job.jsonl" LAUNCHER=srun \
+                CEC_STORE="$RESULTS/store/{host}" -- --ntasks="$NTASKS"
+            ;;
         coded)
             if ! why=$("$PY" -m mpi_coded run coded --help 2>&1 > /dev/null); then
                 say "SKIP name=coded reason='mpi-coded run coded --help' failed:" \
@@ -284,7 +289,8 @@ for job in $JOBS; do
                 -- --ntasks="${HARNESS_CODED_NTASKS:-$NTASKS}"
             ;;
         *)
-            setup_error "unknown job '$job' in HARNESS_JOBS (cec-srun, cec-mpiexec, coded)"
+            setup_error "unknown job '$job' in HARNESS_JOBS (cec-srun, cec-mpiexec, cec-store," \
+                "coded)"
             ;;
     esac
 done

@@ -13,6 +13,7 @@
 #   RESULTS_DIR        where the JSON lines go (default: $ROOT/results/slurm)
 #   NTASKS             MPI ranks (default: $SLURM_NTASKS, which sbatch --ntasks sets)
 #   NODELIST           launch on these nodes only (comma-separated; set by a relaunch)
+#   STORE_TIMEOUT      seconds the writing of a store may take (write_store; default 1800)
 
 set -euo pipefail
 
@@ -72,6 +73,36 @@ launch() {
 job_header() {
     echo "job ${SLURM_JOB_ID:-?} (${SLURM_JOB_NAME:-?}) on ${SLURM_JOB_NODELIST:-$(hostname -s)}:" \
         "$NTASKS tasks, launcher $LAUNCHER, python $PY"
+}
+
+# write_store STORE WRITE_ARGS... : write the coded store STORE (docs/storage.md) where it is
+# missing: `mpi-coded store write --if-missing WRITE_ARGS...` leaves a directory that holds a
+# store as it is (the job checks it, and repairs what it lacks). With {host} in STORE (one
+# directory per node, each node's host name, which must be its SLURM node name), one task per
+# node of the allocation writes the blocks placed on it (--this-host): machine n's on node
+# (n mod k) + 1 of the k nodes, so that the first node, the master's, holds one fewer, as the
+# launchers place the ranks. Outside an allocation this host is the one node; without
+# {host} the one directory (shared storage) is written from here.
+write_store() {
+    local store=$1 nodes hosts k rc=0 on=()
+    shift
+    local write=("$PY" -m mpi_coded store write --out "$store" --if-missing "$@")
+    case "$store" in
+        *"{host}"*)
+            if [ -n "${SLURM_JOB_NODELIST:-}" ]; then
+                nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
+                k=$(wc -l <<< "$nodes")
+                on=(srun --nodes="$k" --ntasks="$k" --ntasks-per-node=1)
+            else
+                nodes=$(hostname)
+            fi
+            hosts=$({ tail -n +2 <<< "$nodes"; head -n 1 <<< "$nodes"; } | paste -sd, -)
+            write+=(--hosts "$hosts" --this-host)
+            ;;
+    esac
+    echo "+ ${on[*]:+${on[*]} }${write[*]}"
+    timeout "${STORE_TIMEOUT:-1800}" ${on[@]+"${on[@]}"} "${write[@]}" || rc=$?
+    [ "$rc" -eq 0 ] || die "writing the store $store failed (rc $rc)"
 }
 
 # nodes_up: the allocation's nodes a relaunch may use, comma-separated: SLURM does not report

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from mpi_coded.cluster import relaunch
 from mpi_coded.cluster.netns import plan_cluster
 from mpi_coded.cluster.relaunch import (
+    Launch,
     has_steps,
     hosts_up,
+    job_ended,
     out_arg,
+    own_summary,
     placement,
     ranks_arg,
     ranks_left,
     relaunch_command,
+    run_streaming,
     step_row,
 )
 from mpi_coded.errors import ConfigError
@@ -86,3 +94,75 @@ def test_check_results_passes_a_job_ended_early_and_resumed(tmp_path: Path) -> N
               {"kind": "summary", "job": "cec", "all_verified": True}]
     p.write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert check(p) == []
+
+
+def _line(kind: str, **kw: object) -> dict[str, object]:
+    return {"kind": kind, "job": "cec", **kw}
+
+
+@pytest.mark.parametrize("k", [2, 15, 28])  # the host lost early, midway, late in 30 steps
+def test_only_the_launched_jobs_own_summary_ends_its_launch(k: int) -> None:
+    """The summary the watcher of the launch before appends (first step 1, ``k`` steps),
+    even once the relaunched job's config line (first step ``k + 1``) is there, is not the
+    end of the relaunched job; its own summary is."""
+    stale = _line("summary", first_step=1, steps=k, all_verified=False,
+                  ended_early=f"rank 0 ... after step {k} without writing its summary")
+    config = _line("config", first_step=k + 1)
+    steps = [_line("step", step=t, verified=True) for t in range(k + 1, 31)]
+    own = _line("summary", first_step=k + 1, steps=30 - k, all_verified=True)
+    assert not own_summary([stale])
+    assert not own_summary([stale, config, *steps])
+    assert not own_summary([config, stale, *steps[:3]])  # the watcher later still
+    assert own_summary([stale, config, *steps, own])
+    assert not own_summary([own])  # no config line of the launch's own before it
+    first = [_line("config", first_step=1), _line("step", step=1, verified=True),
+             _line("summary", first_step=1, steps=1, all_verified=True)]
+    assert own_summary(first)  # a first launch
+
+
+FAKE_LAUNCHER = """
+import json, sys, time
+out, stale, rows, hang = sys.argv[1], sys.argv[2] == "stale", int(sys.argv[3]), sys.argv[4]
+def add(rec):
+    with open(out, "a") as f:
+        f.write(json.dumps(rec) + "\\n")
+if stale:  # the launch before's watcher, a moment after this launch began
+    add({"kind": "summary", "job": "cec", "first_step": 1, "steps": 3,
+         "all_verified": False, "ended_early": "rank 0 was killed"})
+add({"kind": "config", "job": "cec", "first_step": 4})
+for t in range(4, 4 + rows):
+    time.sleep(0.15)
+    print(f"{t:4d} 1,2,4                0.0170   0.0206  1.211     0.146  1.34e-16   "
+          "21/25 yes", flush=True)
+add({"kind": "summary", "job": "cec", "first_step": 4, "steps": rows, "all_verified": True})
+if hang == "hang":  # a launcher waiting for a vanished host's daemon
+    time.sleep(60)
+"""
+
+
+def _fake_launch(tmp_path: Path, *args: str) -> tuple[int, Launch, float]:
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps(_line("config", first_step=1)) + "\n"
+                   + json.dumps(_line("step", step=1, verified=True)) + "\n")
+    launch = Launch(1, ["h1"], 4, time.time())
+    t0 = time.monotonic()
+    rc = run_streaming([sys.executable, "-c", FAKE_LAUNCHER, str(out), *args], dict(os.environ),
+                       30.0, launch, job_ended(str(out)))
+    return rc, launch, time.monotonic() - t0
+
+
+def test_a_healthy_relaunched_job_is_left_alone(tmp_path: Path, monkeypatch) -> None:
+    """The launch before's summary lands while the relaunched job runs (its launcher ended
+    before its master): the relaunched job runs to its end, far past the grace."""
+    monkeypatch.setattr(relaunch, "GRACE_S", 0.3)
+    rc, launch, took = _fake_launch(tmp_path, "stale", "20", "end")
+    assert rc == 0 and launch.steps_verified == 20, (rc, launch)
+    assert took > 20 * 0.15
+
+
+def test_a_launcher_that_hangs_after_its_jobs_summary_is_ended(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    monkeypatch.setattr(relaunch, "GRACE_S", 0.3)
+    rc, launch, took = _fake_launch(tmp_path, "stale", "2", "hang")
+    assert rc == 124 and launch.steps_verified == 2, (rc, launch)
+    assert took < 10

@@ -22,7 +22,14 @@ from pathlib import Path
 import pytest
 from test_sweep import POINTS, check_png, check_sweep_file, needs_matplotlib
 
-from conftest import ROOT, processes_matching, run_cmd
+from conftest import (
+    ROOT,
+    launcher_args,
+    launcher_env,
+    mpiexec_cmd,
+    processes_matching,
+    run_cmd,
+)
 from mpi_coded.cluster.netns import SBIN_DIRS, find_tool
 
 HARNESS = ROOT / "scripts" / "slurm_harness.sh"
@@ -60,6 +67,58 @@ def test_launcher_is_checked_before_anything_runs(tmp_path):
     env["MPI_CODED_PYTHON"] = str(tmp_path / "no-python")
     r = run_cmd(["bash", str(ROOT / "slurm" / "cec.sh")], timeout=60, env=env)
     assert r.returncode == 2 and "MPI_CODED_PYTHON" in r.stderr
+
+
+STORE_JOB = """job = "cec"
+N = 4
+L = 2
+rows = 32
+cols = 16
+t_row = 0
+[availability]
+schedule = [[1, 2, 3, 4], [1, 3, 4], [2, 4]]
+"""
+
+
+@pytest.mark.mpi  # slurm/cec.sh runs mpiexec
+def test_cec_script_writes_its_store_when_missing(tmp_path):
+    """Outside SLURM (this host is the one node) slurm/cec.sh with ``CEC_STORE=DIR/{host}``
+    writes the store this host lacks (``store write --this-host --if-missing``) and runs the
+    job from it (every block from disk, none sent); a second run leaves the store as it is.
+    Under SLURM the same function writes on every node (the harness's ``cec-store``, and
+    the multi-node test in tests/test_multihost_store.py)."""
+    import socket
+
+    mpiexec_cmd(5)  # skips without a launcher
+    cfg = tmp_path / "job.toml"
+    cfg.write_text(STORE_JOB)
+    here = tmp_path / "store" / socket.gethostname()
+    env = {**launcher_env(), "MPI_CODED_PYTHON": sys.executable, "NTASKS": "5",
+           "LAUNCHER": "mpiexec", "MPIEXEC_ARGS": " ".join(launcher_args()),
+           "RESULTS_DIR": str(tmp_path), "MPI_CODED_ROOT": str(ROOT), "CEC_CONFIG": str(cfg),
+           "CEC_STORE": str(tmp_path / "store" / "{host}")}
+    stamps = None
+    for run in ("first", "second"):
+        out = tmp_path / f"{run}.jsonl"
+        r = run_cmd(["bash", str(ROOT / "slurm" / "cec.sh")], timeout=240,
+                    env={**env, "OUT": str(out)})
+        assert r.returncode == 0, r.stdout + r.stderr
+        write = next(x for x in r.stdout.splitlines() if " store write " in x)
+        assert {"--this-host", "--if-missing", "--hosts"} <= set(write.split()), write
+        blocks = sorted(p.name for p in here.glob("block-*.npy"))
+        assert blocks == [f"block-{n}.npy" for n in range(1, 5)], r.stdout
+        now = {p.name: p.stat().st_mtime_ns for p in here.iterdir()}
+        if stamps is None:
+            stamps = now
+            assert '"machines": [1, 2, 3, 4]' in r.stdout, r.stdout
+        else:  # the store was there: nothing written, X not read
+            assert now == stamps and '"machines": []' in r.stdout, r.stdout
+        lines = read_jsonl(out)
+        assert lines[0]["store"] == env["CEC_STORE"]
+        setup = next(x for x in lines if x["kind"] == "setup")
+        assert setup["setup_bytes"] == 0, setup
+        steps = [x for x in lines if x["kind"] == "step"]
+        assert len(steps) == 3 and all(x["verified"] for x in steps), steps
 
 
 # --- the harness --------------------------------------------------------------------
@@ -162,6 +221,27 @@ def test_cec_batch_script_completes_verified(harness, launcher):
     log = (harness.state / "results" / f"{name}-{res['job']}.out").read_text()
     started = "+ srun --mpi=pmi2 -n 7 " if launcher == "srun" else "mpiexec -n 7 "
     assert started in log and "all verified: True" in log
+
+
+@pytest.mark.slurm  # starts slurmctld and slurmd
+def test_cec_batch_script_writes_its_store_when_missing(harness):
+    """``CEC_STORE=DIR/{host}`` and no store yet: the batch script writes the node's blocks
+    with one task per node (srun ... store write --this-host --if-missing) and the job
+    runs from them: no block sent, every step verified."""
+    res = harness.result("cec-store")
+    assert (res["state"], res["exit"], res["verified"]) == ("COMPLETED", "0:0", "yes"), res
+    log = (harness.state / "results" / f"cec-store-{res['job']}.out").read_text()
+    write = next(x for x in log.splitlines() if " store write " in x)
+    assert write.startswith("+ srun ") and "--ntasks-per-node=1" in write, write
+    assert {"--this-host", "--if-missing"} <= set(write.split()), write
+    nodes = list((harness.state / "results" / "store").iterdir())
+    assert len(nodes) == 1 and (nodes[0] / "manifest.json").is_file(), nodes
+    assert len(list(nodes[0].glob("block-*.npy"))) == 6  # N = 6, all on the one node
+    lines = read_jsonl(harness.state / "results" / "cec-store.jsonl")
+    assert lines[0]["store"].endswith("/store/{host}")
+    assert next(x for x in lines if x["kind"] == "setup")["setup_bytes"] == 0
+    steps = [x for x in lines if x["kind"] == "step"]
+    assert len(steps) == 4 and all(s["verified"] is True for s in steps)
 
 
 @pytest.mark.slurm  # starts slurmctld and slurmd

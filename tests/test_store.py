@@ -209,3 +209,38 @@ def test_checkpoint_round_trip_and_refusal(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="another job"):
         checkpoint.load(out, "xyz")
     assert checkpoint.load(str(tmp_path / "none.jsonl"), "abc") is None
+
+
+def test_store_write_this_host_if_missing(tmp_path: Path) -> None:
+    """``store write --this-host --if-missing`` (what slurm/cec.sh runs on each node): only
+    this host's blocks; nothing, and X not read, where its directory holds a manifest or
+    no block is placed on it; a directory without its manifest (a write cut short) is
+    written again."""
+    import socket
+
+    from conftest import SMALL_CEC_TOML, run_cli
+
+    cfg = tmp_path / "job.toml"
+    cfg.write_text(SMALL_CEC_TOML)
+    here = socket.gethostname()
+    args = ["store", "write", "--config", str(cfg), "--out", str(tmp_path / "s" / "{host}"),
+            "--hosts", f"{here},elsewhere", "--this-host", "--if-missing"]
+
+    def write() -> dict:
+        r = run_cli(args)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    assert write()["machines"] == [1, 3]  # machine 2's block is placed on "elsewhere"
+    d = tmp_path / "s" / here
+    assert sorted(p.name for p in d.iterdir()) == ["block-1.npy", "block-3.npy",
+                                                   "manifest.json"]
+    assert not (tmp_path / "s" / "elsewhere").exists()
+    stamps = {p.name: p.stat().st_mtime_ns for p in d.iterdir()}
+    assert write()["machines"] == []
+    assert {p.name: p.stat().st_mtime_ns for p in d.iterdir()} == stamps
+    (d / "manifest.json").unlink()
+    assert write()["machines"] == [1, 3] and (d / "manifest.json").is_file()
+    args[args.index("--hosts") + 1] = "elsewhere"
+    assert write() == {"store": args[args.index("--out") + 1], "dirs": [], "machines": [],
+                       "bytes": 0, "seconds": 0.0}

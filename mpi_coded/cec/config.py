@@ -119,6 +119,13 @@ class CECConfig:
     suspect_after: int = key(2, omit_default=True, doc="with `S > 0`: a machine cut off as "
                               "the slowest more than this many steps in a row is left out "
                               "until it answers again; `>= 1`")
+    quarantine_steps: int = key(2, omit_default=True, doc="a machine caught answering wrong "
+                                "(docs/theory.md A.10) sits out this many steps, its block "
+                                "checked (and rebuilt when corrupt), then is planned on "
+                                "probation; `>= 1`")
+    mercurial_strikes: int = key(2, omit_default=True, doc="a machine caught answering wrong "
+                                 "this many times with an intact block (a mercurial core) is "
+                                 "lost for the job; `>= 1`")
     stragglers: int = key(0, omit_default=True, doc="a scenario: each step this many "
                            "available machines (seeded draw) run slower; `0..N`")
     straggler_factor: float = key(5.0, omit_default=True, doc="how much slower a random "
@@ -307,6 +314,10 @@ class CECConfig:
         require(self.L + self.S <= self.N, "S", f"L + S must be <= N={self.N} (L={self.L})",
                 self.S)
         require(self.suspect_after >= 1, "suspect_after", "must be >= 1", self.suspect_after)
+        require(self.quarantine_steps >= 1, "quarantine_steps", "must be >= 1",
+                self.quarantine_steps)
+        require(self.mercurial_strikes >= 1, "mercurial_strikes", "must be >= 1",
+                self.mercurial_strikes)
         require(0 <= self.stragglers <= self.N, "stragglers", f"must be in 0..N={self.N}",
                 self.stragglers)
         require(self.straggler_factor >= 1, "straggler_factor", "must be >= 1",

@@ -47,6 +47,7 @@ def cmd_store_write(args: argparse.Namespace) -> int:
     from mpi_coded.cec.workloads import WORKLOADS
     from mpi_coded.fields import get_field
     from mpi_coded.store.encode import placement, write_store
+    from mpi_coded.store.manifest import MANIFEST, host_dir
     from mpi_coded.store.source import ArrayRows, NpyRows
 
     cfg = _job(args)
@@ -59,6 +60,12 @@ def cmd_store_write(args: argparse.Namespace) -> int:
     if args.this_host:
         here = socket.gethostname()
         machines = [n for n in machines if where[n] == here]
+    if args.if_missing:  # a directory with a manifest holds a store: the job checks it
+        machines = [n for n in machines if not (host_dir(args.out, where[n]) / MANIFEST).exists()]
+    if not machines:  # nothing to write here: X is not read
+        print(json.dumps({"store": args.out, "dirs": [], "machines": [], "bytes": 0,
+                          "seconds": 0.0}))
+        return 0
     transpose = args.transpose or WORKLOADS.lookup(cfg.workload).products == 2
     src = NpyRows(cfg.data, field.dtype) if cfg.data else \
         ArrayRows(make_data(cfg, field), f"seed {cfg.seed}")
@@ -123,6 +130,9 @@ def register(sub: Any) -> None:
     w.add_argument("--this-host", dest="this_host", action="store_true",
                    help="write only the blocks placed on this host (one writer per node, "
                         "e.g. srun --ntasks-per-node=1 under SLURM)")
+    w.add_argument("--if-missing", dest="if_missing", action="store_true",
+                   help="write only into directories that hold no manifest yet (a store "
+                        "there is left as it is: the job checks it and repairs what it lacks)")
     w.add_argument("--transpose", action="store_true", help="also blocks of X^T (default: when "
                    "the workload needs them, linreg)")
     w.add_argument("--progress", action="store_true", help="print progress on stderr")

@@ -173,14 +173,40 @@ GRACE_S = 5.0
 """Seconds the launcher may take to end once the job's master wrote its summary line."""
 
 
-def summaries(path: str) -> int:
-    """Summary lines of the elastic job in the results file at ``path``."""
-    from mpi_coded.results import CEC, SUMMARY, kind_of, read_results, records
+def results_lines(path: str) -> list[dict[str, Any]]:
+    """Every line of the results file at ``path`` ([] when it cannot be read yet)."""
+    from mpi_coded.results import read_results
 
     try:
-        return sum(1 for r in records(read_results(path), job=CEC) if kind_of(r) == SUMMARY)
+        return read_results(path)
     except (OSError, ValueError):
-        return 0
+        return []
+
+
+def own_summary(lines: Sequence[dict[str, Any]]) -> bool:
+    """Whether ``lines``, the lines a launch added to its results file, hold the summary of
+    the launch's own job: a summary after a config line, of the config's first step.
+
+    A summary before any config line, or of another first step, is the last word of the
+    job of the launch before: a launcher that loses a host ends before its job's master
+    does (hydra asserts; the proxies left then kill their ranks), and the master's watcher
+    (:mod:`mpi_coded.results.last_word`) appends the summary only once the master is dead,
+    often a few milliseconds after the next launch began.  Taken for the end of the job
+    just launched, it gave that healthy job :data:`GRACE_S` to end, and killed it (rc
+    124) when more than that was left to run: a relaunch without a failure whenever the
+    host was lost early in a long job (issue 45).  The one case this cannot tell apart is
+    a summary of the same first step written after the new job's config line: the job
+    before did no step and its master outlived its launcher by the new job's whole start."""
+    from mpi_coded.results import CEC, CONFIG, SUMMARY, kind_of, records
+
+    first: object = None
+    for r in records(lines, job=CEC):
+        if kind_of(r) == CONFIG:
+            first = r.get("first_step", 1)
+        elif kind_of(r) == SUMMARY and first is not None and \
+                r.get("first_step", 1) == first:
+            return True
+    return False
 
 
 def completed(path: str) -> bool:
@@ -195,19 +221,21 @@ def completed(path: str) -> bool:
         not last[-1].get("ended_early")
 
 
-def wrote_summary(out: str) -> Callable[[], bool]:
-    """Whether a summary line was added to ``out`` since this was called."""
-    before = summaries(out)
-    return lambda: summaries(out) > before
+def job_ended(out: str) -> Callable[[], bool]:
+    """Whether the job of the launch starting now wrote its summary to ``out``
+    (:func:`own_summary` of the lines added since this was called)."""
+    before = len(results_lines(out))
+    return lambda: own_summary(results_lines(out)[before:])
 
 
 def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: Launch,
                   over: Callable[[], bool] = lambda: False) -> int:
     """Run ``argv``, echo its stdout line by line, note its step rows; its exit status
     (124 after ``timeout`` seconds: its process group killed).  Once ``over()`` (the
-    master wrote its summary: the job is over whatever its launcher does) the launcher has
-    :data:`GRACE_S` seconds to end: a launcher waiting for a daemon on a host that vanished
-    without closing its connection would wait for ever."""
+    master of this launch's job wrote its summary, :func:`job_ended`: the job is over
+    whatever its launcher does) the launcher has :data:`GRACE_S` seconds to end: a
+    launcher waiting for a daemon on a host that vanished without closing its connection
+    would wait for ever."""
     from mpi_coded.proctree import kill_tree
 
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True,
@@ -280,7 +308,7 @@ def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeo
         launch = Launch(attempt, [h.name for h in up], ranks_arg(cmd)[1], time.time())
         print(f"mpi-coded cluster relaunch: launch {attempt} on {launch.hosts} "
               f"({launch.ranks} ranks)", file=sys.stderr, flush=True)
-        rc = run_streaming(argv, env, timeout, launch, wrote_summary(out))
+        rc = run_streaming(argv, env, timeout, launch, job_ended(out))
         if rc == 124 and completed(out):  # the job ended verified; its launcher hung
             rc = 0
         launch.ended, launch.rc = time.time(), rc

@@ -44,6 +44,8 @@ class ElasticConfig(Record):
     trace_path: str | None = optional()
     S: int | None = optional()
     suspect_after: int | None = optional()
+    quarantine_steps: int | None = optional()
+    mercurial_strikes: int | None = optional()
     speeds_auto: bool | None = optional()
     estimator: str | None = optional()
     estimator_alpha: float | None = optional()
@@ -180,6 +182,13 @@ class Transpose(Part):
     transition_waste: str = "0"
     waited_for: list[list[int]] = empty_list()
     cut_off: list[int] = empty_list()
+    verify_s: float = 0.0
+    """The master's seconds checking decoded products (exactly, or Freivalds' sketch),
+    every check of the step (those of a search for a decode that passes too)."""
+    wrong_answers: list[dict[str, Any]] = empty_list()
+    """Answers found wrong (docs/theory.md A.10): each ``{"machine", "set", "rows",
+    "attempt", "found"}`` (``found``: ``spare``, decoded around with the spare answers
+    already sent; ``re-asked``, the product asked again within the step)."""
     oracle_time_s: float = 0.0
     true_time_s: float = 0.0
 
@@ -235,6 +244,21 @@ class ElasticStep(WithLinks, Record):
     rejoined: list[int] = empty_list()
     waited_for: list[list[int]] = empty_list()
     cut_off: list[int] = empty_list()
+    verify_s: float = 0.0
+    """The master's seconds checking decoded products (exactly, or Freivalds' sketch),
+    every check of the step (those of a search for a decode that passes too); not in
+    ``wall_s`` when the first check passes."""
+    wrong_answers: list[dict[str, Any]] = empty_list()
+    """Answers found wrong (docs/theory.md A.10): each ``{"machine", "set", "rows",
+    "attempt", "found"}`` (``found``: ``spare``, decoded around with the spare answers
+    already sent; ``re-asked``, the product asked again within the step; ``probe``, a
+    machine on probation's answer re-encoded against the verified step)."""
+    quarantined: list[int] = empty_list()
+    """Machines left out of this step's plan for answering wrong (A.10)."""
+    quarantine: list[dict[str, Any]] = empty_list()
+    """Quarantine events of the step (A.10): each ``{"machine", "host", "event", ...}``,
+    ``event`` one of ``caught``, ``block-good``, ``block-repaired`` (with ``bytes`` and
+    ``repair_s``), ``readmitted``, ``lost``; ``check_s``: the block check's seconds."""
     lost: list[dict[str, Any]] = empty_list()
     """Machines found dead during this step (``fault_tolerance = "ulfm"``): each
     ``{"machine", "host", "step", "phase", "detected_unix"}`` (:class:`ElasticSummary`)."""
@@ -262,7 +286,8 @@ class ElasticStep(WithLinks, Record):
     """Phases ``step`` (and ``moves``: the uncoded baseline); linreg: both products added."""
 
     SUMMED: ClassVar[tuple[str, ...]] = ("wall_s", "collect_s", "decode_s", "predicted_s",
-                                         "oracle_time_s", "true_time_s", "bytes_step")
+                                         "oracle_time_s", "true_time_s", "bytes_step",
+                                         "verify_s")
     """A linreg step's fields that add its two products."""
 
     def with_transpose(self, t: ElasticStep, residual: float) -> ElasticStep:
@@ -274,6 +299,7 @@ class ElasticStep(WithLinks, Record):
         return dataclasses.replace(
             self, **added, residual=residual, transpose=Transpose.of(t),
             verified=self.verified and t.verified, max_error=max(self.max_error, t.max_error),
+            quarantine=[*self.quarantine, *t.quarantine],
             true_over_oracle=true / oracle if oracle > 0 else None,
             link=self.link.plus(t.link) if self.link and t.link else None)
 
@@ -320,6 +346,13 @@ class ElasticSummary(Record):
     steps before it are in the file, ``all_verified`` is false."""
     machines_left: list[int] | None = None
     """With machines lost: the machines still alive at the end."""
+    wrong_answers: int = 0
+    """Answers found wrong over the job (docs/theory.md A.10), every product."""
+    quarantine: list[dict[str, Any]] = empty_list()
+    """Every quarantine event of the job, each with its ``step`` (:class:`ElasticStep`)."""
+    steps_repeated: int = 0
+    """Steps of an iterative workload NOT VERIFIED, whose ``y`` never reached the iterate
+    (the end check's reference takes as many steps fewer)."""
     workload_check: dict[str, Any] | None = None
     """Iterative workloads: ``{"workload", "relative_error", "rtol", "ok"}`` of the final
     ``w`` against numpy on the uncoded ``X``."""

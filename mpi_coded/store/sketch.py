@@ -13,8 +13,10 @@ combinations of ``X``'s rows and columns (Freivalds, "Fast probabilistic algorit
 Over GF(2^l) the check is exact arithmetic: a wrong ``y`` passes one ``j`` with
 probability ``1 / 2^l`` over the draw of ``r_j``, all ``k`` with ``2^(-l k)``
 (:data:`SKETCH_K`: ``k = 4`` over GF(2^8), ``2`` over GF(2^16), ``2^-32`` either way).
-Over float64 the residual ``|r_j . y - s_j . w| / (||r_j|| ||y||)`` is held to the field's
-tolerance: an error much smaller than that, or one whose effect cancels in every ``r_j``
+Over float64 the residual ``|r_j . y - s_j . w| / (||s_j|| ||w||)`` is held to the field's
+tolerance (the scale of the right side, never of ``y``: a wrong entry that makes ``y`` huge
+must not shrink its own residual; a ``y`` with an infinite or NaN entry fails at once): an
+error much smaller than that, or one whose effect cancels in every ``r_j``
 (probability zero for a random error, but the ``r_j`` are fixed when the store is
 written), goes unnoticed.  What it cannot see at all: a store whose blocks and sketch
 were both made from a wrong ``X`` (the checksums and the data set's hash guard that).
@@ -81,10 +83,14 @@ class Sketch:
         number of failed checks over GF, the largest relative residual over float64."""
         f = self.field
         left, right = (self.r, self.s) if which == 0 else (self.u, self.t)
+        if not f.exact and not np.all(np.isfinite(y)):
+            return float("inf")  # an overflowed or NaN answer is wrong, whatever its scale
         lhs, rhs = f.matmul(left, y), f.matmul(right, w)
         if f.exact:
             return float(np.count_nonzero(lhs != rhs))
-        scale = np.linalg.norm(left, axis=1) * max(float(np.linalg.norm(y)), 1e-300)
+        # the scale of s_j . w (|s_j . w| <= ||s_j|| ||w||), not of y: a y grown huge by a
+        # wrong entry must not shrink its own residual
+        scale = np.maximum(np.linalg.norm(right, axis=1) * float(np.linalg.norm(w)), 1e-300)
         return float(np.max(np.abs(lhs - rhs) / scale))
 
 

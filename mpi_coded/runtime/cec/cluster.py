@@ -19,6 +19,7 @@ from mpi4py import MPI
 
 from mpi_coded.analysis.network import Traffic, bytes_by_host
 from mpi_coded.cec.config import CECConfig
+from mpi_coded.cec.quarantine import Quarantine
 from mpi_coded.cec.scenario import stragglers_at, true_speeds
 from mpi_coded.cec.suspects import Suspects
 from mpi_coded.faults import Fault
@@ -61,6 +62,8 @@ class MachinePool:
         self.stand_ins: list[int] = []  # this step's (stand_in)
         self.joined: list[dict[str, Any]] = []  # ElasticSummary.joined, in order
         self.suspects = Suspects(cfg.suspect_after)
+        # machines caught answering wrong (docs/theory.md A.10)
+        self.quarantine = Quarantine(cfg.quarantine_steps, cfg.mercurial_strikes)
         self.estimator = cfg.speeds.make_estimator(list(range(1, cfg.N + 1)))
         self.observed = 0
         self.book = linkstats.HostBook()  # each host's last measured phase end

@@ -28,10 +28,12 @@ import numpy as np
 from mpi4py import MPI
 
 from mpi_coded.analysis.network import elastic_setup_traffic, elastic_step_traffic
+from mpi_coded.cec import locate
 from mpi_coded.cec.data import encode_blocks, encode_matrix
 from mpi_coded.cec.decode import StepDecoder, decode_parts, decode_step
 from mpi_coded.cec.estimate import step_time
 from mpi_coded.cec.plan import PlanCache, StepPlan
+from mpi_coded.cec.quarantine import READMITTED, StepQuarantine
 from mpi_coded.cec.suspects import StepSuspects
 from mpi_coded.cec.waste import transition_waste
 from mpi_coded.cec.workloads import WORKLOADS
@@ -39,6 +41,7 @@ from mpi_coded.codes.mds import DecoderCache, systematic_mds
 from mpi_coded.results import ElasticStep, LinkBytes
 from mpi_coded.runtime.cec.cluster import MachinePool, meta_spans, overrun, warn
 from mpi_coded.runtime.cec.collect import Attempt, collect
+from mpi_coded.runtime.cec.quarantine import catch, check_blocks, repair_from_peers
 from mpi_coded.runtime.cec.steps import Clock, DataSent, Steps
 from mpi_coded.runtime.cec.stores import CodedStore
 from mpi_coded.runtime.cec.tasks import task_tables
@@ -85,6 +88,11 @@ class Flight:
     cut_off: list[int] = field(default_factory=list)
     collected: float = 0.0
     decoded: float = 0.0
+    verify_s: float = 0.0  # the master's time checking decoded products
+    wrong: list[locate.WrongAnswer] = field(default_factory=list)
+    z: np.ndarray | None = None  # the decoded L x R rows (verified, or the last tried)
+    probed: list[int] = field(default_factory=list)  # machines on probation that answered
+    events: list[dict[str, Any]] = field(default_factory=list)  # quarantine events
 
     def __post_init__(self) -> None:
         self.plan = self.planned
@@ -116,6 +124,7 @@ class CodedSteps(Steps):
         self.prev: list[StepPlan | None] = [None] * per_step
         self.plans = PlanCache()  # the step's plan and its oracle, each solved once
         self.sus = StepSuspects((), (), (), ())
+        self.q = StepQuarantine((), (), ())
         self.env: list[int] = []
 
     def setup(self, env: list[int]) -> DataSent:
@@ -163,7 +172,9 @@ class CodedSteps(Steps):
 
     def begin(self, t: int, env: list[int]) -> list[int]:
         cfg = self.cfg
-        self.env, self.sus = env, self.cl.suspects.for_step(t, env, cfg.L + cfg.S)
+        self.q = self.cl.quarantine.for_step(t, env, cfg.L + cfg.S, cfg.L)
+        self.env = env
+        self.sus = self.cl.suspects.for_step(t, list(self.q.planned), cfg.L + cfg.S)
         if self.sus.forced:
             warn(f"step {t}: suspects {list(self.sus.forced)} planned anyway (fewer than "
                  f"L + S = {cfg.L + cfg.S} machines otherwise)")
@@ -197,7 +208,14 @@ class CodedSteps(Steps):
             self.replan(f, missing)
             self.order(f, w)
         y, cond, waited = self.decode(f)
-        rec = self.record(f, w, y, cond, waited)
+        err = self.verify(f, y, w)
+        if not self.field.verified(err):  # a wrong answer: located, decoded around (A.10)
+            y, err, waited = self.around(f, w, y, err, waited)
+        elif self.q.probes:
+            self.probe(f)
+        self.finish(f)
+        self.quarantine(f)
+        rec = self.record(f, w, y, cond, waited, err)
         self.prev[which] = f.plan
         return rec, y
 
@@ -221,11 +239,12 @@ class CodedSteps(Steps):
             for n in f.idle:
                 f.reqs += links.isend(n, P.Kind.IDLE, f.vstep)
 
-    def collect(self, f: Flight) -> list[int]:
-        """Answers in until complete (``[]``) or the step deadline (who is missing)."""
+    def collect(self, f: Flight, need_all: bool = False) -> list[int]:
+        """Answers in until complete (``[]``) or the step deadline (who is missing);
+        ``need_all``: every planned answer, the spare ones too."""
         cl = self.cl
         f.deadline = self.cfg.step_deadline(self.predict(f.plan, f.prod.R))
-        f.att = Attempt(f.plan, f.vstep, f.attempt, self.cfg.S > 0)
+        f.att = Attempt(f.plan, f.vstep, f.attempt, self.cfg.S > 0, need_all)
         return collect(cl.links, cl.machines, f.att, soft=time.monotonic() + f.deadline,
                        hard=cl.hard(), on_late=cl.on_late)
 
@@ -256,24 +275,167 @@ class CodedSteps(Steps):
         f.plan = self.make(f.avail, min(f.S, len(f.avail) - cfg.L), f.prev, f.prod.R)
 
     def decode(self, f: Flight) -> tuple[np.ndarray, float, list[list[int]]]:
-        """``y`` from the answers (the machines still computing are cut off)."""
+        """``y`` from the first ``L`` answers of each row set (the machines still computing
+        go on until the step is verified: :meth:`finish` cuts them off)."""
         att, plan = f.att, f.plan
         f.collected = time.perf_counter()
-        f.cut_off = [n for n in plan.available if not att.finished(n)]
-        if f.cut_off:
-            f.reqs += self.cl.links.send(f.cut_off, P.Kind.CUT, f.vstep, aux=f.attempt)
         if att.per_set:
             yb, _, waited = decode_parts(plan, att.parts, f.prod.dec, condition=False)
         else:
             yb, _ = decode_step(plan, att.results, f.prod.dec, condition=False)
             waited = [list(rs.machines) if rs.size else [] for rs in plan.sets]
         f.decoded = time.perf_counter()
+        f.z = yb
         cond = f.prod.dec.condition()  # a diagnostic of the record, not part of decoding
+        return yb.reshape(-1)[: f.prod.x.shape[0]], cond, waited
+
+    def verify(self, f: Flight, y: np.ndarray, w: np.ndarray) -> float:
+        """``y`` checked against ``X w`` (exactly, or Freivalds' sketch); the time it takes is
+        the step's ``verify_s``."""
+        t0 = time.perf_counter()
+        err = self.check(y, f.prod.x, w)
+        f.verify_s += time.perf_counter() - t0
+        return float(err)
+
+    def finish(self, f: Flight) -> None:
+        """The step is over: the machines still computing are cut off, the orders are
+        delivered, the speeds observed, the suspects accounted."""
+        att = f.att
+        f.cut_off = [n for n in f.plan.available if not att.finished(n)]
+        if f.cut_off:
+            f.reqs += self.cl.links.send(f.cut_off, P.Kind.CUT, f.vstep, aux=f.attempt)
         wait_all(f.reqs, self.cl.hard(), f"step {f.t} orders to be delivered")
         self.cl.observe(att.metas)
         if f.which == 0:  # once a step
             self.account(f)
-        return yb.reshape(-1)[: f.prod.x.shape[0]], cond, waited
+
+    # -- wrong answers (A.10, :mod:`mpi_coded.cec.locate`) ----------------------------------
+
+    def around(self, f: Flight, w: np.ndarray, y: np.ndarray, err: float,
+               waited: list[list[int]]) -> tuple[np.ndarray, float, list[list[int]]]:
+        """The check of ``y`` failed: wait for the spare answers, search for a decode that
+        passes; failing that, ask the row sets again (one spare more) within the step.
+        The wrong answers are named in :attr:`Flight.wrong`; ``y`` stays as it is (NOT
+        VERIFIED) when too few correct answers exist."""
+        tried = [self.spares(f)]
+        found = self.search(f, w, tried[-1][1])
+        if found is None and len(f.avail) > self.cfg.L:
+            tried.append(self.reask(f, w, 1))
+            found = self.search(f, w, tried[-1][1])
+        if found is None and self.blocks_rebuilt(f, tried):  # a corrupt block: asked again
+            tried.append(self.reask(f, w, 0))
+            found = self.search(f, w, tried[-1][1], 0)
+        if found is None:
+            f.decoded = time.perf_counter()
+            warn(f"step {f.t}: the decoded product failed its check and no decode from the "
+                 f"answers passed: NOT VERIFIED (too few correct answers)")
+            return y, err, waited
+        z, y2, err2, skip = found
+        f.z = z
+        how = "spare" if len(tried) == 1 else "re-asked"
+        f.decoded = time.perf_counter()
+        for plan, answers, attempt in tried:
+            f.wrong += locate.wrong_answers(plan, answers, z, self.g, self.field, attempt,
+                                            how)
+        last = tried[-1][1]  # the machines each row set was decoded from (as decode_parts)
+        used = [sorted([n for n in last.get(i, {}) if n not in skip][: self.cfg.L])
+                for i in range(len(f.plan.sets))]
+        return y2, err2, used
+
+    def probe(self, f: Flight) -> None:
+        """The answers of machines on probation, re-encoded against the verified step (their
+        probe products): a wrong one is named like any other."""
+        assert f.z is not None
+        answers = {i: {n: y for n, y in got.items() if n in self.q.probes}
+                   for i, got in f.att.answers().items()}
+        f.wrong += locate.wrong_answers(f.plan, answers, f.z, self.g, self.field, f.attempt,
+                                        "probe")
+        f.probed = sorted({n for got in answers.values() for n in got})
+
+    def quarantine(self, f: Flight) -> None:
+        """The machines named wrong are caught (their blocks checked, rebuilt when
+        corrupt); the machines on probation whose probe was clean are re-admitted."""
+        named = sorted({a.machine for a in f.wrong})
+        handled = {e["machine"] for e in f.events}  # caught already (a corrupt block)
+        for n in named:
+            if n not in handled:
+                f.events += catch(self.cl, self, n, f.t, f.vstep)
+        for n in f.probed:
+            if n not in named and self.cl.quarantine.probed(n, True):
+                f.events.append({"machine": n, "host": self.cl.links.host.get(n, "?"),
+                                 "event": READMITTED})
+                print(f"step {f.t}: machine {n} re-admitted (its probe products were "
+                      "right)", flush=True)
+
+    def rebuild_block(self, n: int, vstep: int) -> int:
+        """Machine ``n``'s corrupt block rebuilt: from ``L`` peers in a job from a store,
+        else encoded again and sent; the bytes moved."""
+        if not self.cfg.store:
+            return self.send_block(n)
+        cl, q = self.cl, self.cl.quarantine
+        ok = [m for m in cl.machines if m != n and m not in q.since and m not in q.lost
+              and m not in cl.links.joined]
+        if len(ok) < self.cfg.L:
+            raise CannotGoOn(f"machine {n}'s block is corrupt and fewer than L = "
+                             f"{self.cfg.L} sound machines can rebuild it")
+        rank_of = {m: cl.links.link[m][1] for m in [n, *ok]}
+        return repair_from_peers(cl, n, vstep, ok[: self.cfg.L], rank_of)
+
+    def spares(self, f: Flight) -> tuple[StepPlan, locate.Answers, int]:
+        """Wait (up to the step deadline) for the answers the attempt has not used yet."""
+        att = f.att
+        if att.per_set and not all(att.finished(n) for n in f.plan.available):
+            att.want_all()
+            collect(self.cl.links, self.cl.machines, att,
+                    soft=time.monotonic() + f.deadline, hard=self.cl.hard(),
+                    on_late=self.cl.on_late)
+        return f.plan, att.answers(), f.attempt
+
+    def blocks_rebuilt(self, f: Flight, tried: list[tuple[StepPlan, locate.Answers, int]]
+                       ) -> bool:
+        """No decode passed: every machine that answered checks its block; the corrupt ones
+        are caught and rebuilt (True when there was one)."""
+        who = sorted({n for _, answers, _ in tried for got in answers.values() for n in got})
+        bad = [n for n, ok in check_blocks(self.cl, who, f.vstep).items() if not ok]
+        for n in bad:
+            f.events += catch(self.cl, self, n, f.t, f.vstep, good=False)
+        return bool(bad)
+
+    def reask(self, f: Flight, w: np.ndarray, extra: int
+              ) -> tuple[StepPlan, locate.Answers, int]:
+        """The product asked again of the available machines with ``extra`` spare answers
+        more per row set (every answer awaited): a new attempt of the step."""
+        cfg = self.cfg
+        unfinished = [n for n in f.plan.available if not f.att.finished(n)]
+        f.reqs += self.cl.links.send(unfinished, P.Kind.CUT, f.vstep, aux=f.attempt)
+        f.attempt += 1
+        f.plan = self.make(f.avail, min(f.plan.S + extra, len(f.avail) - cfg.L), f.prev,
+                           f.prod.R)
+        warn(f"step {f.t}: the decoded product failed its check; asking it again of "
+             f"{list(f.plan.available)} with S = {f.plan.S}")
+        self.order(f, w)
+        self.collect(f, need_all=True)
+        return f.plan, f.att.answers(), f.attempt
+
+    def search(self, f: Flight, w: np.ndarray, answers: locate.Answers, fewest: int = 1
+               ) -> tuple[np.ndarray, np.ndarray, float, frozenset[int]] | None:
+        """A decode of ``answers`` without up to ``S`` machines whose ``y`` passes the check:
+        ``(Z, y, error, machines left out)``."""
+        out: list[tuple[np.ndarray, float]] = []
+        rows = f.prod.x.shape[0]
+
+        def accept(z: np.ndarray) -> bool:
+            y = z.reshape(-1)[:rows]
+            err = self.verify(f, y, w)
+            out.append((y, err))
+            return self.field.verified(err)
+
+        found = locate.search(f.plan, answers, f.prod.dec, self.g, accept,
+                              max(1, f.plan.S), fewest)
+        if found is None:
+            return None
+        z, skip = found
+        return z, out[-1][0], out[-1][1], skip
 
     def account(self, f: Flight) -> None:
         """Suspects: who was on time, who was cut off as the slowest too often."""
@@ -290,9 +452,8 @@ class CodedSteps(Steps):
                     sus.heard(n)
 
     def record(self, f: Flight, w: np.ndarray, y: np.ndarray, cond: float,
-               waited: list[list[int]]) -> ElasticStep:
+               waited: list[list[int]], err: float) -> ElasticStep:
         cfg, att, plan, R = self.cfg, f.att, f.plan, f.prod.R
-        err = self.check(y, f.prod.x, w)
         waste = transition_waste(f.prev, plan)
         if over := overrun(att.metas):
             warn(f"step {f.t}: real compute exceeded the throttle target on machines {over}; "
@@ -312,7 +473,9 @@ class CodedSteps(Steps):
             transition_waste=str(waste), transition_waste_rows=float(waste * R),
             bytes_step=self.traffic(f, w), S=plan.S, suspects=list(self.sus.left_out),
             suspects_forced=list(self.sus.forced), rejoined=list(self.sus.rejoined),
-            waited_for=waited, cut_off=sorted(f.cut_off), link=self.link(f))
+            waited_for=waited, cut_off=sorted(f.cut_off), link=self.link(f),
+            verify_s=f.verify_s, wrong_answers=[a.to_dict() for a in f.wrong],
+            quarantined=list(self.q.left_out), quarantine=f.events)
 
     def link(self, f: Flight) -> LinkBytes | None:
         """The product's ``link_bytes`` (the master and the machines that answered) beside

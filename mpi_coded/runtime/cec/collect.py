@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mpi_coded.cec.locate import split_results
 from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.runtime.cec.tasks import split_aux
 from mpi_coded.runtime.core import records
@@ -41,6 +42,7 @@ class Attempt:
     step: int
     attempt: int
     per_set: bool
+    need_all: bool = False  # S > 0: wait for every planned answer, not the first L per set
     results: dict[int, np.ndarray] = field(default_factory=dict)  # S = 0
     parts: dict[int, dict[int, np.ndarray]] = field(default_factory=dict)  # S > 0: f -> n -> y
     metas: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -61,6 +63,23 @@ class Attempt:
         self.waiting: set[int] = set(self.set_machines) if self.per_set else \
             set(self.plan.available)
 
+    def need(self, f: int) -> int:
+        """Answers row set ``f`` waits for: ``L``, or all its machines' (:attr:`need_all`)."""
+        return len(self.set_machines[f]) if self.need_all else self.plan.L
+
+    def want_all(self) -> None:
+        """From now on wait for every planned answer (the spare ones too): a check failed."""
+        self.need_all = True
+        if self.per_set:
+            self.waiting = {f for f in self.set_machines
+                            if len(self.parts.get(f, {})) < self.need(f)}
+
+    def answers(self) -> dict[int, dict[int, np.ndarray]]:
+        """Per-set answers (``S = 0``: each machine's result split by the plan)."""
+        if self.per_set:
+            return {f: dict(got) for f, got in self.parts.items()}
+        return split_results(self.plan, self.results)
+
     def finished(self, n: int) -> bool:
         """``n`` has delivered everything it was asked for."""
         if self.per_set:
@@ -77,7 +96,7 @@ class Attempt:
             return [n for n in self.plan.available if not self.finished(n)]
         out: set[int] = set()
         for f, ms in self.set_machines.items():
-            if len(self.parts.get(f, {})) < self.plan.L:
+            if len(self.parts.get(f, {})) < self.need(f):
                 out |= {n for n in ms if n not in self.parts.get(f, {})}
         return sorted(out)
 
@@ -91,7 +110,7 @@ class Attempt:
         for f, ms in self.set_machines.items():
             got = self.parts.get(f, {})
             alive = sum(1 for n in ms if n not in got and n not in lost)
-            if len(got) < self.plan.L and len(got) + alive < self.plan.L:
+            if len(got) < self.need(f) and len(got) + alive < self.need(f):
                 return missing
         return [n for n in missing if n not in lost]
 
@@ -119,7 +138,7 @@ class Attempt:
                 raise P.WireError(f"PART for row set {f} from {name(n)} does not fit the plan")
             got = self.parts.setdefault(f, {})
             got[n] = payload
-            if len(got) >= self.plan.L:
+            if len(got) >= self.need(f):
                 self.waiting.discard(f)
             self.delivered[n] = self.delivered.get(n, 0) + self.set_size[f]
             return

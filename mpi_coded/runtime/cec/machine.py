@@ -37,14 +37,14 @@ from mpi_coded.cec.compute import range_product
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.scenario import true_speed
 from mpi_coded.cec.workloads import WORKLOADS
-from mpi_coded.faults import Fault
+from mpi_coded.faults import Answer, Fault
 from mpi_coded.fields import get_field
 from mpi_coded.runtime.cec.storage import StoreRun, open_store
 from mpi_coded.runtime.cec.stores import DiskStore, MachineStore
 from mpi_coded.runtime.cec.tasks import merged_ranges, part_aux
 from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.faults import at_phase
+from mpi_coded.runtime.core.faults import answer_rng, at_phase
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.peers import MasterLink
@@ -60,7 +60,8 @@ from mpi_coded.runtime.core.wait import (
 PROFILE_ENV = "MPI_CODED_PROFILE_MACHINES"
 """A directory: each machine runs under :mod:`cProfile` and writes ``machine_<n>.prof`` there."""
 
-ORDERS = {P.Kind.TASK, P.Kind.IDLE, P.Kind.STOP, P.Kind.CUT, P.Kind.MOVES}
+ORDERS = {P.Kind.TASK, P.Kind.IDLE, P.Kind.STOP, P.Kind.CUT, P.Kind.MOVES, P.Kind.CHECK,
+          P.Kind.REPAIR}
 
 
 class Machine:
@@ -79,8 +80,9 @@ class Machine:
         self.per_step = WORKLOADS.lookup(cfg.workload).products
         self._speed: tuple[int, float] = (-1, 1.0)  # (step, speed) cache of speed()
         # no straggler draws and no fault of its own: one speed for the whole job
-        self._fixed = float(cfg.speed_map[self.rank]) if cfg.stragglers == 0 and not any(
-            f.rank == self.rank for f in faults) else None
+        self.own_faults = any(f.rank == comm.Get_rank() for f in faults)
+        self._fixed = float(cfg.speed_map[self.rank]) if cfg.stragglers == 0 and \
+            not self.own_faults else None
         self.idle_clock = IdleClock()
         self.orders = OrderClock()  # when the next step's order is due
         self.idle_steps: list[int] = []  # steps this machine idled
@@ -177,7 +179,7 @@ class Machine:
                 if interrupted:
                     cut = True
                     break
-                at_phase(self.faults, self.comm, "answer", self.real_step(step))
+                self.answered(step, self.out[off: off + b - a], [(a, b)], w, transposed)
                 reqs += self.master.isend(P.Kind.PART, step, self.out[off: off + b - a],
                                           aux=part_aux(attempt, f))
             done += b - a
@@ -190,9 +192,9 @@ class Machine:
             sleep_s = time.perf_counter() - c1
             busy_s = time.perf_counter() - t0
             if not cut:
-                at_phase(self.faults, self.comm, "answer", self.real_step(step))
-                result = P.pack(P.Kind.RESULT, step, self.store.answer(step, done),
-                                aux=attempt)
+                values = self.answered(step, self.store.answer(step, done),
+                                       [(a, b) for _, a, b in pieces], w, transposed)
+                result = P.pack(P.Kind.RESULT, step, values, aux=attempt)
             else:  # stopped inside the throttle: no sample of this machine's speed
                 busy_s = 0.0
         meta = records.TASK_META.pack(compute_s=compute_s, sleep_s=sleep_s,
@@ -204,6 +206,31 @@ class Machine:
         reqs += self.master.isend_together(answer if result is None else [result, *answer])
         wait_all(reqs, deadline_in(cfg.timeout_s), f"the master to take step {step}'s result")
         return done
+
+    def answered(self, step: int, values: np.ndarray, ranges: list[tuple[int, int]],
+                 w: np.ndarray, transposed: bool) -> np.ndarray:
+        """The ``answer`` phase: this rank's faults fire, a lying one changing ``values`` in
+        place; returns ``values``."""
+        at_phase(self.faults, self.comm, "answer", self.real_step(step),
+                 self.answer_of(values, ranges, w, transposed))
+        return values
+
+    def answer_of(self, values: np.ndarray, ranges: list[tuple[int, int]], w: np.ndarray,
+                  transposed: bool) -> Answer | None:
+        """The :class:`~mpi_coded.faults.Answer` a lying fault of this rank may change (None
+        without a fault of its own: nothing is built on a healthy machine's path)."""
+        if not self.own_faults:
+            return None
+        product = None
+        if not transposed:
+            def product(v: np.ndarray) -> np.ndarray:  # the same rows times another vector
+                out = self.field.zeros(sum(b - a for a, b in ranges))
+                off = 0
+                for a, b in ranges:
+                    range_product(self.field, self.block, a, b, v, out[off:], self.store.base)
+                    off += b - a
+                return out
+        return Answer(values, self.field.order, answer_rng(self.rank), w, product)
 
     def link_values(self, step: int) -> dict[str, float]:
         """A task's link fields: the counters since the last activity ended, when this wire
@@ -238,12 +265,39 @@ class Machine:
                 self.store.moves(h.step, payload)
             elif h.kind == P.Kind.IDLE:
                 self.idle(h.step)
+            elif h.kind in (P.Kind.CHECK, P.Kind.REPAIR):
+                phase.set("quarantine", self.real_step(h.step))
+                self.quarantined(h, payload)
             else:
                 self.take_task(phase, h, payload)
 
     def setup(self) -> None:
         """Receive what the policy sends once (:meth:`MachineStore.setup`)."""
         self.store.setup()
+
+    def quarantined(self, h: P.Header, payload: np.ndarray | None) -> None:
+        """CHECK: this machine answered wrong: its block read whole against its checksum
+        (CHECKED ``[1]`` intact, ``[0]`` corrupt: then received again from a master that
+        holds ``X``, with READY); REPAIR: a peer's block rebuilt from this one's, or this
+        one's from peers' (:mod:`mpi_coded.runtime.cec.quarantine`)."""
+        timeout = self.cfg.timeout_s
+        if h.kind == P.Kind.CHECK:
+            ok = self.store.intact()
+            self.master.send(P.Kind.CHECKED, h.step, np.array([int(ok)], dtype=np.int64),
+                             timeout=timeout)
+            if not ok and not self.cfg.store:
+                self.store.setup()
+                self.master.ready(timeout)
+            return
+        if payload is None or payload.ndim != 1 or payload.size < 3:
+            raise P.WireError(f"REPAIR for step {h.step} has no [role, machine, rank] table")
+        role, n, rank = (int(v) for v in payload[:3])
+        if role == 0:
+            self.store.send_block(rank)
+            return
+        pairs = payload[3:].reshape(-1, 2).tolist()
+        stats = self.store.rebuild(n, rank, [(int(m), int(r)) for m, r in pairs])
+        self.master.send(P.Kind.REPAIRED, h.step, stats, timeout=timeout)
 
     def idle(self, step: int) -> None:
         """IDLE: compute nothing this step, wait politely (timed); the store may drop its

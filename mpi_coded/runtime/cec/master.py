@@ -90,6 +90,15 @@ class Table:
             note += f"  joined {[e['machine'] for e in rec.joined]} (new)"
         if rec.stand_ins:
             note += f"  stand-ins {rec.stand_ins}"
+        if rec.wrong_answers:
+            wrong = sorted({a["machine"] for a in rec.wrong_answers})
+            note += f"  wrong answers of {wrong} ({rec.wrong_answers[0]['found']})"
+        if rec.quarantined:
+            note += f"  quarantined {rec.quarantined}"
+        events = [f"{e['machine']} {e['event']}" for e in rec.quarantine
+                  if e["event"] != "caught"]
+        if events:
+            note += f"  ({', '.join(events)})"
         print(f"{rec.step:>4} {avail:<18} {rec.predicted_s:>8.4f} {rec.wall_s:>8.4f} "
               f"{ratio:>6.3f} {rec.decode_s * 1e3:>9.3f} {rec.max_error:>9.2e} "
               f"{rec.transition_waste:>7} {'yes' if rec.verified else 'NO'}{note}",
@@ -113,9 +122,14 @@ class Totals:
     max_ratio: float | None = None  # wall over predicted, steps with no late machine
     worst_condition: float = 1.0
     waste: Fraction = Fraction(0)  # transition waste
+    wrong: int = 0  # wrong answers found
+    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # quarantine
 
     def add(self, r: ElasticStep) -> None:
         self.steps += 1
+        self.wrong += len(r.wrong_answers) + (len(r.transpose.wrong_answers)
+                                              if r.transpose else 0)
+        self.events += [{"step": r.step, **e} for e in r.quarantine]
         self.verified = self.verified and r.verified
         if r.replanned:
             self.replanned.append(r.step)
@@ -129,6 +143,11 @@ class Totals:
             self.max_ratio = ratio if self.max_ratio is None else max(self.max_ratio, ratio)
         self.worst_condition = max(self.worst_condition, r.condition)
         self.waste += Fraction(r.transition_waste)
+
+
+class Unverified(Exception):
+    """A product of an iterative workload's step was NOT VERIFIED: the step ends there and
+    its ``y`` never reaches the iterate."""
 
 
 def _stale(h: P.Header, key: tuple[int, int]) -> bool:
@@ -151,6 +170,7 @@ class Master:
             self.cl.absent(n)
         self.schedule = cfg.available_sets()
         self.done = Totals()  # the steps done, summed as they are done
+        self.repeated = 0  # steps NOT VERIFIED whose y never reached the iterate
 
     def run(self, phase: Phase, out: str | None, first: int) -> int:
         self.out = out
@@ -189,7 +209,9 @@ class Master:
             if isinstance(exc, PluginError):
                 raise
             raise CannotGoOn(why) from None
-        check = self.work.check(x, len(self.schedule)) if getattr(x, "exact", True) else None
+        # the iterate took every verified step: the reference takes as many
+        applied = len(self.schedule) - self.repeated
+        check = self.work.check(x, applied) if getattr(x, "exact", True) else None
         phase.set("stop")
         summary = self.summary(steps, setup, first, check, *self.stop())
         writer.write(summary)
@@ -253,10 +275,18 @@ class Master:
                 raise CannotGoOn(cl.too_few(f"step {t}"))
             rec, y = steps.product(t, which, v, on)
             recs.append(rec)
+            if not rec.verified and self.work.stateful:  # never carried forward
+                raise Unverified
             return y
 
-        eigenvalue, residual = self.work.step(
-            lambda: step_vector(self.cfg, cl.field, t), product)
+        try:
+            eigenvalue, residual = self.work.step(
+                lambda: step_vector(self.cfg, cl.field, t), product)
+        except Unverified:
+            eigenvalue = residual = None
+            self.repeated += 1
+            warn(f"step {t}: NOT VERIFIED: the {self.work.kind} iterate is kept as it was "
+                 "(the next step repeats this one)")
         rec = recs[0] if len(recs) == 1 else recs[0].with_transpose(recs[1], residual or 0.0)
         return dataclasses.replace(rec, eigenvalue=eigenvalue) if eigenvalue is not None \
             else rec
@@ -344,6 +374,8 @@ class Master:
             total_oracle_time_s=done.oracle_s, total_true_time_s=done.true_s,
             workload_check=check,
             lost=list(self.cl.lost), joined=list(self.cl.joined),
+            wrong_answers=done.wrong, quarantine=list(done.events),
+            steps_repeated=self.repeated,
             machines_left=list(self.cl.machines) if self.cl.lost else None)
 
     def verdict(self, summary: ElasticSummary, check: dict[str, Any] | None) -> int:

@@ -47,7 +47,7 @@ from mpi_coded.fields import Field, get_field
 from mpi_coded.results import StoreOpening
 from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
-from mpi_coded.store.assign import RankLayout, assign, plan_repairs
+from mpi_coded.store.assign import RankLayout, Repair, assign, plan_repairs
 from mpi_coded.store.audit import Audit, for_machine
 from mpi_coded.store.blocks import (
     Check,
@@ -238,6 +238,27 @@ def repair(run: StoreRun, cfg: CECConfig, comm: MPI.Comm, fld: Field) -> None:
                             "host": run.hosts.get(rp.rank, "?"),
                             "sources": [m for m, _ in rp.sources],
                             "bytes": int(every[rp.rank, 0]), "seconds": float(every[rp.rank, 1])})
+
+
+def send_blocks(run: StoreRun | None, cfg: CECConfig, comm: MPI.Comm, n: int,
+                rank: int) -> None:
+    """A repair while the job runs (docs/theory.md A.10), as a source: machine ``n``'s
+    block(s) straight to the repairing ``rank``."""
+    assert run is not None and run.blocks is not None
+    kinds = (0, 1) if run.identity.transpose else (0,)
+    reqs = [comm.Isend(np.ascontiguousarray(open_block(run.blocks, n, w)), dest=rank,
+                       tag=TAG_REPAIR + 10 * w) for w in kinds]
+    wait_all(reqs, deadline_in(cfg.timeout_s), f"machine {n}'s block to reach rank {rank}")
+
+
+def rebuild_block(run: StoreRun | None, cfg: CECConfig, comm: MPI.Comm, n: int, rank: int,
+                  sources: list[tuple[int, int]]) -> np.ndarray:
+    """A repair while the job runs, as the target: machine ``n``'s block rebuilt from the
+    ``(machine, rank)`` ``sources`` on this ``rank``; ``[bytes, seconds]``."""
+    assert run is not None
+    kinds = (0, 1) if run.identity.transpose else (0,)
+    rp = Repair(rank, n, tuple(sources))
+    return _rebuild(run, cfg, comm, get_field(cfg.field), rp, kinds)
 
 
 def _rebuild(run: StoreRun, cfg: CECConfig, comm: MPI.Comm, fld: Field, rp: Any,

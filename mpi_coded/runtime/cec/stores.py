@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from mpi4py import MPI
 
+from mpi_coded.runtime.cec.storage import rebuild_block, send_blocks
 from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.inbox import Inbox
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
+from mpi_coded.store import checksum
+from mpi_coded.store.blocks import verify
 
 if TYPE_CHECKING:
     from mpi_coded.runtime.cec.machine import Machine
@@ -69,6 +72,16 @@ class MachineStore:
     def moves(self, step: int, table: np.ndarray | None) -> None:
         raise P.WireError(f"MOVES for step {step}: this policy moves no rows")
 
+    def intact(self) -> bool:
+        """Whether the stored data is what it was when stored (default: nothing to check)."""
+        return True
+
+    def send_block(self, rank: int) -> None:
+        raise P.WireError("REPAIR: this policy's machines hold no block of a store")
+
+    def rebuild(self, n: int, rank: int, sources: list[tuple[int, int]]) -> np.ndarray:
+        raise P.WireError("REPAIR: this policy's machines hold no block of a store")
+
 
 class CodedStore(MachineStore):
     """The coded block(s), received once (module docstring)."""
@@ -76,6 +89,7 @@ class CodedStore(MachineStore):
     def __init__(self, m: Machine) -> None:
         super().__init__(m)
         self.blocks: list[np.ndarray] = []  # two products: [block of X, block of X^T]
+        self.digest = ""  # of the block(s) as received
 
     def setup(self) -> None:
         m, cfg = self.m, self.m.cfg
@@ -85,6 +99,17 @@ class CodedStore(MachineStore):
             block_t = self.receive(1, (rt, cfg.rows), "the coded block of X^T")
             self.blocks = [m.block, block_t]
             m.out = m.field.zeros(max(cfg.rows_per_block, rt))
+        self.digest = self.hash()
+
+    def hash(self) -> str:
+        """The checksum of the block(s) in memory (:mod:`mpi_coded.store.checksum`)."""
+        h = checksum.new()
+        for b in self.blocks or [self.m.block]:
+            h.update(np.ascontiguousarray(b).data.cast("B"))
+        return h.hexdigest()
+
+    def intact(self) -> bool:
+        return self.hash() == self.digest
 
     def receive(self, step: int, shape: tuple[int, int], what: str) -> np.ndarray:
         _, block = self.m.master.recv({P.Kind.BLOCK}, step, self.m.cfg.timeout_s,
@@ -136,6 +161,23 @@ class DiskStore(CodedStore):
         if bad is not None:
             raise CannotGoOn(f"machine {self.m.rank}: {bad}; the next start reads the "
                              "block whole and repairs it from its peers")
+
+    def intact(self) -> bool:
+        """The block file(s) read whole against the manifest's checksum."""
+        run = self.m.stored
+        assert run is not None and run.blocks is not None
+        return verify(run.blocks, self.m.rank) is None
+
+    def send_block(self, rank: int) -> None:
+        """REPAIR, as a source: this machine's block(s) straight to the repairing rank."""
+        send_blocks(self.m.stored, self.m.cfg, self.m.comm, self.m.rank, rank)
+
+    def rebuild(self, n: int, rank: int, sources: list[tuple[int, int]]) -> np.ndarray:
+        """REPAIR, as the target: this machine's block rebuilt from ``sources`` (S.3),
+        written with its checksum, mapped again; ``[bytes, seconds]``."""
+        stats = rebuild_block(self.m.stored, self.m.cfg, self.m.comm, n, rank, sources)
+        self.setup()
+        return stats
 
 
 class UncodedStore(MachineStore):

@@ -74,6 +74,12 @@ class Kind(enum.IntEnum):
     MOVES = 13  # uncoded baseline: master -> machine int64 (k, 4) [src, dst, start, stop]
     #   (first row [-1, -1, a, b]: its new rows); machine -> master: moves done (no payload)
     JOIN = 14  # master -> a machine it spawned: you replace machine ``aux`` (no payload)
+    CHECK = 15  # master -> machine: you answered wrong, check your block's checksum
+    CHECKED = 16  # machine -> master: int64 [1: the block is intact, 0: corrupt]
+    REPAIR = 17  # master -> machine: int64 [role, machine, rank, ...] a block rebuilt
+    #   from peers while the job runs (role 0: send yours to rank; 1: rebuild yours from
+    #   the (machine, rank) pairs that follow)
+    REPAIRED = 18  # machine -> master: float64 [bytes, seconds] its block rebuilt
     # coded matrix-vector job (the BDC paper)
     PHASE = 20  # master -> server: start phase ``aux`` (mpi_coded.coded.phases)
     DONE = 21  # server -> master: phase ``aux`` finished, float64 statistics
