@@ -1,7 +1,8 @@
 """A start from the store that does not read unchanged blocks, under mpiexec (issue 45):
 a chunk flipped after the store was checked is never used at a start (found by its chunk
 checksum, the block repaired from peers), and a flip the mark cannot see is found by the
-background audit (the machine stops in one line; the next start repairs the block).
+background audit (the machine withholds its block, which is rebuilt from its peers in the
+running job).
 Every mpiexec is a subprocess with a timeout (conftest.run_mpi)."""
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ schedule = [{steps}]
 """
 
 
-def setup_store(tmp_path: Path, steps: int) -> tuple[Path, Path]:
-    """A store written, then checked by ``store check`` (which marks every block)."""
+def setup_store(tmp_path: Path, steps: int, schedule: list[str] | None = None
+                ) -> tuple[Path, Path]:
+    """A store written, then checked by ``store check`` (which marks every block); the
+    job's schedule: ``steps`` steps of every machine, or ``schedule``."""
     cfg = tmp_path / "job.toml"
-    cfg.write_text(TOML.format(steps=", ".join(["[1, 2, 3, 4, 5]"] * steps)))
+    cfg.write_text(TOML.format(steps=", ".join(schedule or ["[1, 2, 3, 4, 5]"] * steps)))
     store = tmp_path / "store"
     r = run_cli(["store", "write", "--config", str(cfg), "--out", str(store)])
     assert r.returncode == 0, r.stderr
@@ -99,11 +102,13 @@ def test_a_chunk_flipped_after_the_check_is_never_used(tmp_path: Path) -> None:
 
 def test_a_flip_the_mark_cannot_see_is_found_by_the_audit(tmp_path: Path) -> None:
     """A flip below the file system (simulated: block 3's mark rewritten to fit the flipped
-    file, checked two hours ago): the start trusts the mark, the audit (due: the mark is
-    older than an hour; it runs from step 2) finds the chunk, machine 3
-    stops the job in one line naming the file and the rows, no traceback, its mark
-    removed; the next start reads block 3, refuses it and repairs it from its peers."""
-    cfg, store = setup_store(tmp_path, 30)
+    file, checked two hours ago): the start trusts the mark; machine 3, idle in steps 1-3,
+    audits its block (due: the mark is older than an hour) and finds the chunk, one line
+    naming the file and the rows; it withholds the block (never computes on it), its
+    answers at step 4 fail the check, its CHECK says corrupt without a read, and the block
+    is rebuilt from L peers in the running job; every step verified; the store checks
+    clean afterwards and block 3 is marked again."""
+    cfg, store = setup_store(tmp_path, 0, ["[1, 2, 4, 5]"] * 3 + ["[1, 2, 3, 4, 5]"] * 8)
     path = store / "block-3.npy"
     flip(path, 2)
     mark = json.loads((store / "block-3.npy.ok").read_text())
@@ -111,16 +116,19 @@ def test_a_flip_the_mark_cannot_see_is_found_by_the_audit(tmp_path: Path) -> Non
     mark["identity"] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
     mark["checked_unix"] = time.time() - 7200
     (store / "block-3.npy.ok").write_text(json.dumps(mark))
-    r = run(cfg, store, tmp_path / "a.jsonl")
-    assert r.returncode != 0
-    assert "block-3.npy: checksum of rows 0..20 (chunk 0)" in r.stderr
-    assert "found by the background audit" in r.stderr and "Traceback" not in r.stderr
-    assert not (store / "block-3.npy.ok").exists()
-
-    out = tmp_path / "b.jsonl"
+    out = tmp_path / "a.jsonl"
     r = run(cfg, store, out)
     assert r.returncode == 0, r.stderr
+    assert "machine 3: " in r.stderr and "found by the background audit" in r.stderr
+    assert "block-3.npy: checksum of rows 0..20 (chunk 0)" in r.stderr
+    assert "its block is not used" in r.stderr and "Traceback" not in r.stderr
     setup = next(x for x in lines(out) if x["kind"] == "setup")
-    assert [x["machine"] for x in setup["store"]["repairs"]] == [3]
-    assert setup["store_parts"]["blocks_read"] == 1
-    assert all(x["verified"] for x in lines(out) if x["kind"] == "step")
+    assert setup["store"]["repairs"] == [] and setup["store_parts"]["blocks_marked"] == 5
+    steps = [x for x in lines(out) if x["kind"] == "step"]
+    assert len(steps) == 11 and all(x["verified"] for x in steps)
+    assert all(3 not in x["available"] for x in steps[:3])
+    events = [(e["machine"], e["event"]) for x in steps for e in x.get("quarantine", [])]
+    assert (3, "block-repaired") in events
+    ok = run_cli(["store", "check", "--config", str(cfg), "--store", str(store)])
+    assert ok.returncode == 0 and json.loads(ok.stdout)["verified"] == [1, 2, 3, 4, 5]
+    assert (store / "block-3.npy.ok").is_file()

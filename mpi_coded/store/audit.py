@@ -3,15 +3,16 @@
 A start does not read a block whose mark fits the file (:mod:`mpi_coded.store.marks`).
 When that mark is older than :data:`~mpi_coded.store.marks.AUDIT_AFTER_S`
 (:func:`for_machine`), the machine's :class:`Audit` reads it chunk by chunk in a thread
-from the job's second step on, paced to use at
-most :data:`DUTY` of a core (a chunk hashed in ``d`` seconds is followed by a sleep of
+from the job's second step (or the machine's first IDLE) on, paced to use at most
+:data:`DUTY` of a core (a chunk hashed in ``d`` seconds is followed by a sleep of
 ``d (1 / DUTY - 1)``), and compares each chunk of rows with the manifest's checksum and
 the whole file with its checksum.  When all pass, the mark is renewed; when one fails,
-the mark is removed (the next start reads the block whole and repairs it from its peers)
-and :meth:`Audit.problem` says so in one line, naming the file and the chunk's rows: the
-machine stops before its next task (:class:`mpi_coded.runtime.cec.stores.DiskStore`).
-:meth:`Audit.problem` also compares each block file's identity with the one it had at the
-start (one ``stat`` per file): a block written while the job runs is not used again.
+the mark is removed and :meth:`Audit.problem` says so in one line, naming the file and the
+chunk's rows: the machine withholds its block before its next task
+(:class:`mpi_coded.runtime.cec.stores.DiskStore`: never computed on again, rebuilt from its
+peers in the running job).  :meth:`Audit.problem` also compares each block file's identity
+with the one it had at the start (one ``stat`` per file): a block written while the job
+runs is withheld too (its mark removed).
 
 Pure: files and a thread, no MPI.
 """
