@@ -118,7 +118,7 @@ class Audit:
             if now != ident:
                 marks.drop(path)
                 return (f"{path}: changed on disk while the job ran (inode, size, mtime or "
-                        "ctime differ from the start's); the block is not used again")
+                        "ctime differ from the start's)")
         return None
 
 
