@@ -90,20 +90,27 @@ def test_from_a_store_fewer_ranks_and_a_repair(tmp_path: Path) -> None:
 
 
 def test_exact_check_streams_x_and_a_wrong_store_never_verifies(tmp_path: Path) -> None:
-    """With data, the master streams X and checks each product exactly; a store of another
+    """With data and verify = exact, the master streams X and checks each product exactly
+    (the default is the sketch: below); a store of another
     data set is refused in one line; a store whose blocks are of another X but whose
     manifest is intact is caught by the check (not verified, exit 1)."""
     x = np.random.default_rng(3).standard_normal((60, 12))
     np.save(tmp_path / "x.npy", x)
     cfg, store = write(tmp_path, small(f'data = "{tmp_path / "x.npy"}"\n'))
     out = tmp_path / "a.jsonl"
-    r = run(6, cfg, store, out)
+    r = run(6, cfg, store, out, "--verify", "exact")
     assert r.returncode == 0, r.stderr
     assert "every product checked exactly" in r.stdout
+    exact = steps(out)
+    r = run(6, cfg, store, tmp_path / "default.jsonl")  # auto: the sketch, X not read
+    assert r.returncode == 0, r.stderr
+    assert "against the store's sketch" in r.stdout
+    for line in (*exact, *steps(tmp_path / "default.jsonl")):  # the check's time, counted
+        assert 0 < line["verify_s"] < line["wall_s"] + line["master_s"]
     assert all(x["verified"] for x in steps(out))
 
     np.save(tmp_path / "x.npy", x + 1.0)  # X changed after the store was written
-    r = run(6, cfg, store, tmp_path / "b.jsonl")
+    r = run(6, cfg, store, tmp_path / "b.jsonl", "--verify", "exact")
     assert r.returncode != 0
     assert "hash differs from the store's data set" in r.stderr
     assert "Traceback" not in r.stderr

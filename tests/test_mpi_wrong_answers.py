@@ -61,12 +61,15 @@ def run(tmp_path: Path, cfg: Path, *faults: str, timeout: float = 120):
 
 
 def test_spare_answer_decodes_around_a_corrupt_answer_gf(tmp_path: Path) -> None:
-    """S = 1 over GF(2^8): machine 2's answer of step 2 has one symbol changed; the master
-    waits for the spare answers, decodes around it, names machine 2, the row set and its
-    rows, quarantines it for two steps (its block is intact) and re-admits it after a clean
-    probe."""
+    """S = 1 over GF(2^8): machine 2's first answer of step 2 has one symbol changed (the
+    others' first answers are late: it is used); the master waits for the spare answers,
+    decodes around it, names machine 2, the row set and its rows, quarantines it for two
+    steps (its block is intact) and re-admits it after a clean probe (its answers of that
+    step awaited)."""
     cfg = config(tmp_path, [ALL] * 6, 'S = 1\nfield = "gf2^8"')
-    r, out = run(tmp_path, cfg, "corrupt:2:answer@2")
+    # the others' first answers of step 2 come 0.3 s late: machine 2's first is used
+    late = [f"stall:{n}:answer@2:0.3" for n in ALL if n != 2]
+    r, out = run(tmp_path, cfg, "corrupt:2:answer@2", *late)
     assert r.returncode == 0, r.stdout + r.stderr
     steps = of_kind(out, "step")
     assert all(s["verified"] and s["max_error"] == 0 for s in steps)
@@ -212,3 +215,22 @@ def test_a_lying_plugin_fault_mode_is_one_file_and_is_located(tmp_path: Path) ->
     events = [e["event"] for s in steps for e in s["quarantine"]]
     assert events == ["caught", "block-good", "caught", "lost"], events
     assert steps[-1]["quarantined"] == [2]
+
+
+def test_every_second_of_the_master_is_counted(tmp_path: Path) -> None:
+    """A step's wall_s plus the master's time outside it (master_s) and the time before
+    and after the steps add up to the master's run (job_s), which fits in the launcher's
+    wall time; the check's own seconds are in every line (verify_s)."""
+    cfg = config(tmp_path, [ALL, [1, 2, 3, 5], ALL, [2, 3, 4, 6]], "S = 1")
+    t0 = time.monotonic()
+    r, out = run(tmp_path, cfg)
+    outside = time.monotonic() - t0
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = of_kind(out, "step")
+    s = of_kind(out, "summary")[0]
+    counted = s["before_steps_s"] + sum(x["wall_s"] + x["master_s"] for x in steps) + \
+        s["after_steps_s"]
+    assert abs(counted - s["job_s"]) <= 0.05 * s["job_s"]
+    assert abs(s["master_s"] - sum(x["master_s"] for x in steps)) < 1e-9
+    assert s["job_s"] < outside
+    assert all(x["verify_s"] > 0 and x["master_s"] >= 0 for x in steps)

@@ -165,8 +165,9 @@ class CECConfig:
     verify: str = key("auto", omit_default=True, rule=one_of(("auto", "exact", "sketch")),
                       flag=True,
                       doc="with `store`: `exact` checks each product against `X` streamed "
-                          "from `data`; `sketch` with Freivalds' check against the store's "
-                          "sketch (no `X`); `auto`: `exact` when `data` is set")
+                          "from `data` (the master's check grows with `X`); `sketch` with "
+                          "Freivalds' check against the store's sketch (no `X`); `auto`: "
+                          "`sketch`")
     store_check: str = key("mark", omit_default=True, rule=one_of(("mark", "full")),
                            flag=True,
                            doc="with `store`: `mark` reads at the start only the blocks "
@@ -200,8 +201,7 @@ class CECConfig:
     @property
     def exact_check(self) -> bool:
         """Whether each product is checked against ``X`` itself (not a sketch)."""
-        return not self.store or self.verify == "exact" or \
-            (self.verify == "auto" and bool(self.data))
+        return not self.store or self.verify == "exact"
 
     @property
     def largest_products(self) -> tuple[int, int]:

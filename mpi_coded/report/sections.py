@@ -55,7 +55,13 @@ STEP_COLUMNS = [("step", "step"), ("verified", "verified"), ("available", "avail
                 ("ratio", "measured / predicted"), ("transition_waste", "waste"),
                 ("suspects", "suspects"), ("late", "late"), ("replanned", "replanned"),
                 ("attempts", "attempts"), ("estimates", "speed estimates"),
-                ("max_error", "max error")]
+                ("max_error", "max error"), ("wrong", "wrong answers of"),
+                ("quarantined", "quarantined")]
+
+QUARANTINE_COLUMNS = [("step", "step"), ("machine", "machine"), ("host", "host"),
+                      ("event", "event"), ("check_s", "block check s"),
+                      ("repair_s", "repair s"), ("bytes", "bytes rebuilt")]
+"""The quarantine events of a job (docs/theory.md A.10), one row each."""
 
 SUMMARY_COLUMNS = [("steps", "steps"), ("total_predicted_s", "predicted s"),
                    ("total_wall_s", "measured s"),
@@ -75,7 +81,8 @@ def elastic_section(src: Source, i: int, job: ElasticJob) -> Section:
     for s in job.steps:
         rows.append({**s.fields_dict(), "ratio": s.wall_s / s.predicted_s
                      if s.predicted_s > 0 else None,
-                     "estimates": _estimates(s.speed_estimates)})
+                     "estimates": _estimates(s.speed_estimates),
+                     "wrong": sorted({a["machine"] for a in s.wrong_answers}) or ""})
         bad.append(not s.verified)
     problems = [f"{title}: step {s.step} did not verify" for s in job.steps if not s.verified]
     summ = job.summary
@@ -93,6 +100,14 @@ def elastic_section(src: Source, i: int, job: ElasticJob) -> Section:
         srow = {**summ.fields_dict(), "workload": (summ.workload_check or {}).get("ok")}
         parts.append(H.table(SUMMARY_COLUMNS, [srow], "cec-summary",
                              [not summ.all_verified]))
+    events = [{"step": s.step, **e} for s in job.steps for e in s.quarantine]
+    if events:
+        parts.append(H.note(f"{sum(len(s.wrong_answers) for s in job.steps)} wrong answers "
+                            "located; machines caught answering wrong, their blocks checked "
+                            "(and rebuilt), re-admitted or lost (docs/theory.md A.10):"))
+        parts.append(H.fold(H.table(QUARANTINE_COLUMNS, events, "cec-quarantine",
+                                    [e["event"] == "lost" for e in events]),
+                            len(events), "quarantine events"))
     figs = 0
     if job.steps:
         steps = [s.step for s in job.steps]

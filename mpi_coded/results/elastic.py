@@ -248,6 +248,10 @@ class ElasticStep(WithLinks, Record):
     """The master's seconds checking decoded products (exactly, or Freivalds' sketch),
     every check of the step (those of a search for a decode that passes too); not in
     ``wall_s`` when the first check passes."""
+    master_s: float = 0.0
+    """The master's seconds of this step outside ``wall_s``, since the previous step's end:
+    the check when it passed, the cut-offs, the record, the line written, the state
+    saved, the table printed (every second counted: the summary's ``job_s``)."""
     wrong_answers: list[dict[str, Any]] = empty_list()
     """Answers found wrong (docs/theory.md A.10): each ``{"machine", "set", "rows",
     "attempt", "found"}`` (``found``: ``spare``, decoded around with the spare answers
@@ -350,6 +354,15 @@ class ElasticSummary(Record):
     """Answers found wrong over the job (docs/theory.md A.10), every product."""
     quarantine: list[dict[str, Any]] = empty_list()
     """Every quarantine event of the job, each with its ``step`` (:class:`ElasticStep`)."""
+    job_s: float | None = None
+    """The master's run, config line to summary: ``before_steps_s`` + every step's
+    ``wall_s`` + ``master_s`` (the sum: ``master_s`` here) + ``after_steps_s``."""
+    before_steps_s: float | None = None
+    """Config, ``X`` (or the store's view of it), the setup, up to the first step."""
+    after_steps_s: float | None = None
+    """After the last step: the end check, STOP, the machines' statistics."""
+    master_s: float = 0.0
+    """Every step's ``master_s``, added."""
     steps_repeated: int = 0
     """Steps of an iterative workload NOT VERIFIED, whose ``y`` never reached the iterate
     (the end check's reference takes as many steps fewer)."""

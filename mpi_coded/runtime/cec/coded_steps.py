@@ -244,7 +244,8 @@ class CodedSteps(Steps):
         ``need_all``: every planned answer, the spare ones too."""
         cl = self.cl
         f.deadline = self.cfg.step_deadline(self.predict(f.plan, f.prod.R))
-        f.att = Attempt(f.plan, f.vstep, f.attempt, self.cfg.S > 0, need_all)
+        probes = frozenset(self.q.probes) & set(f.plan.available)  # their answers awaited
+        f.att = Attempt(f.plan, f.vstep, f.attempt, self.cfg.S > 0, need_all, probes)
         return collect(cl.links, cl.machines, f.att, soft=time.monotonic() + f.deadline,
                        hard=cl.hard(), on_late=cl.on_late)
 

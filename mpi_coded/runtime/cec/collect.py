@@ -43,6 +43,7 @@ class Attempt:
     attempt: int
     per_set: bool
     need_all: bool = False  # S > 0: wait for every planned answer, not the first L per set
+    await_from: frozenset[int] = frozenset()  # S > 0: machines whose every answer is awaited
     results: dict[int, np.ndarray] = field(default_factory=dict)  # S = 0
     parts: dict[int, dict[int, np.ndarray]] = field(default_factory=dict)  # S > 0: f -> n -> y
     metas: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -67,12 +68,18 @@ class Attempt:
         """Answers row set ``f`` waits for: ``L``, or all its machines' (:attr:`need_all`)."""
         return len(self.set_machines[f]) if self.need_all else self.plan.L
 
+    def short(self, f: int) -> bool:
+        """Row set ``f`` still waits: fewer than :meth:`need` answers, or one of
+        :attr:`await_from` (a machine on probation: its answers are its probe) missing."""
+        got = self.parts.get(f, {})
+        return len(got) < self.need(f) or \
+            any(n not in got for n in self.await_from if n in self.set_machines[f])
+
     def want_all(self) -> None:
         """From now on wait for every planned answer (the spare ones too): a check failed."""
         self.need_all = True
         if self.per_set:
-            self.waiting = {f for f in self.set_machines
-                            if len(self.parts.get(f, {})) < self.need(f)}
+            self.waiting = {f for f in self.set_machines if self.short(f)}
 
     def answers(self) -> dict[int, dict[int, np.ndarray]]:
         """Per-set answers (``S = 0``: each machine's result split by the plan)."""
@@ -96,7 +103,7 @@ class Attempt:
             return [n for n in self.plan.available if not self.finished(n)]
         out: set[int] = set()
         for f, ms in self.set_machines.items():
-            if len(self.parts.get(f, {})) < self.need(f):
+            if self.short(f):
                 out |= {n for n in ms if n not in self.parts.get(f, {})}
         return sorted(out)
 
@@ -138,7 +145,7 @@ class Attempt:
                 raise P.WireError(f"PART for row set {f} from {name(n)} does not fit the plan")
             got = self.parts.setdefault(f, {})
             got[n] = payload
-            if len(got) >= self.need(f):
+            if not self.short(f):
                 self.waiting.discard(f)
             self.delivered[n] = self.delivered.get(n, 0) + self.set_size[f]
             return

@@ -45,12 +45,13 @@ from mpi_coded.runtime.cec.tasks import merged_ranges, part_aux
 from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.faults import answer_rng, at_phase
-from mpi_coded.runtime.core.guard import Phase
+from mpi_coded.runtime.core.guard import CannotGoOn, Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.peers import MasterLink
 from mpi_coded.runtime.core.wait import (
     FIRST_ORDER_WINDOW,
     POLICY,
+    DeadlineExceeded,
     OrderClock,
     deadline_in,
     sleep_until,
@@ -122,8 +123,14 @@ class Machine:
         dormant = self.idle_clock.since is not None
         backoff = None if active else self.orders.backoff(
             POLICY.dormant_sleep if dormant else POLICY.idle_sleep)
-        msg = self.master.recv(kinds, step, self.cfg.timeout_s, what, dormant=dormant,
-                               active=active, backoff=backoff)
+        try:
+            msg = self.master.recv(kinds, step, self.cfg.timeout_s, what, dormant=dormant,
+                                   active=active, backoff=backoff)
+        except DeadlineExceeded as exc:  # one line, the key to raise: no traceback
+            raise CannotGoOn(f"{exc}: the master sent nothing for timeout_s = "
+                             f"{self.cfg.timeout_s:g} s (busy between steps, e.g. verify = "
+                             "\"exact\" streaming a large X, or gone); raise timeout_s "
+                             "(the config key, or --timeout) if its work takes longer") from None
         if msg[0].kind in ORDERS:
             self.orders.arrived(msg[0].step)
         return msg

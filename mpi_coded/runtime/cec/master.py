@@ -123,6 +123,7 @@ class Totals:
     worst_condition: float = 1.0
     waste: Fraction = Fraction(0)  # transition waste
     wrong: int = 0  # wrong answers found
+    master_s: float = 0.0  # the master's time outside the steps' wall_s
     events: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # quarantine
 
     def add(self, r: ElasticStep) -> None:
@@ -134,6 +135,7 @@ class Totals:
         if r.replanned:
             self.replanned.append(r.step)
         self.wall_s += r.wall_s
+        self.master_s += r.master_s
         self.predicted_s += r.predicted_s
         self.overhead_s += r.wall_s - r.predicted_s
         self.oracle_s += r.oracle_time_s
@@ -143,6 +145,33 @@ class Totals:
             self.max_ratio = ratio if self.max_ratio is None else max(self.max_ratio, ratio)
         self.worst_condition = max(self.worst_condition, r.condition)
         self.waste += Fraction(r.transition_waste)
+
+
+@dataclasses.dataclass
+class JobClock:
+    """Every second of the master's run, counted: a step line's ``master_s`` is its time
+    outside ``wall_s`` since the previous step's end (the check when it passed, the
+    machines cut off, the record, the line written, the state saved, the table printed);
+    the summary's ``job_s`` adds ``before_steps_s`` (config, X, setup), every step's
+    ``wall_s + master_s`` and ``after_steps_s`` (the end check, STOP, statistics)."""
+
+    start: float = dataclasses.field(default_factory=time.perf_counter)
+    steps_from: float = 0.0
+    mark: float = 0.0
+
+    def counted(self, rec: ElasticStep) -> ElasticStep:
+        """``rec`` with its ``master_s``; the next step's time starts now."""
+        now = time.perf_counter()
+        master_s = max(0.0, now - self.mark - rec.wall_s)
+        self.mark = now
+        return dataclasses.replace(rec, master_s=master_s)
+
+    def parts(self) -> dict[str, Any]:
+        """The summary's ``job_s``, ``before_steps_s`` and ``after_steps_s`` (so far)."""
+        now = time.perf_counter()
+        before = (self.steps_from or now) - self.start
+        return {"job_s": now - self.start, "before_steps_s": before,
+                "after_steps_s": now - self.mark if self.mark else 0.0}
 
 
 class Unverified(Exception):
@@ -173,6 +202,7 @@ class Master:
         self.repeated = 0  # steps NOT VERIFIED whose y never reached the iterate
 
     def run(self, phase: Phase, out: str | None, first: int) -> int:
+        self.clock = JobClock()
         self.out = out
         self.job = checkpoint.job_digest(jsonable(self.cfg.to_dict()))  # names saved states
         writer = ResultsWriter(out)
@@ -189,10 +219,11 @@ class Master:
                     steps, setup, first, None, {}, {}, ended="").to_dict()))
 
         provisional()
+        self.clock.steps_from = self.clock.mark = time.perf_counter()
         try:
             for t in range(first, len(self.schedule) + 1):
                 phase.set("step", t)
-                rec = self.step(steps, t)
+                rec = self.clock.counted(self.step(steps, t))
                 writer.write(rec)
                 if out and self.work.stateful:  # the state after the step, durably
                     checkpoint.save(out, self.work.state(t, self.job))
@@ -375,8 +406,8 @@ class Master:
             workload_check=check,
             lost=list(self.cl.lost), joined=list(self.cl.joined),
             wrong_answers=done.wrong, quarantine=list(done.events),
-            steps_repeated=self.repeated,
-            machines_left=list(self.cl.machines) if self.cl.lost else None)
+            machines_left=list(self.cl.machines) if self.cl.lost else None,
+            steps_repeated=self.repeated, master_s=done.master_s, **self.clock.parts())
 
     def verdict(self, summary: ElasticSummary, check: dict[str, Any] | None) -> int:
         """Print the end of the job; its exit status."""
