@@ -154,6 +154,8 @@ class DiskStore(CodedStore):
             block_t = open_block(run.blocks, m.rank, 1)
             self.blocks = [m.block, block_t]
             m.out = m.field.zeros(max(m.cfg.rows_per_block, block_t.shape[0]))
+        if self.audit is not None:  # mapped again (a rebuilt block): the old audit ends
+            self.audit.stop.set()
         self.audit, self.withheld = run.audit(), None
 
     def idle(self) -> None:
