@@ -11,10 +11,17 @@ its block once (A.1; linreg: a block of ``X^T`` too).  Each product, in phases:
   preempted for that step and the product is re-planned onto the others
   (``replanned``); they become suspects, left out of later plans until their
   late answer arrives (:mod:`mpi_coded.cec.suspects`).  With ``S > 0`` each
-  row set is complete at its first ``L`` answers and the machines still
-  computing are sent CUT (``cut_off``);
+  row set is complete at its first ``L`` answers (a machine on probation's
+  answers awaited too: its probe);
 * **decode**: each row set from ``L`` answers with the cached ``G_P^{-1}`` (A.2);
-* **record**: verified against the direct ``X w``, the step's record.
+* **verify**: ``y`` checked against ``X w`` (exactly, or Freivalds' sketch; ``verify_s``);
+  when the check fails, a wrong answer is located and decoded around (A.10,
+  :meth:`CodedSteps.around`: the spare answers awaited, the step asked again, the blocks
+  checked), the machines still computing cut off only then (``cut_off``);
+* **quarantine**: the machines named wrong are caught, their blocks checked and rebuilt
+  when corrupt (:mod:`mpi_coded.runtime.cec.quarantine`); those on probation whose
+  answers re-encode right are re-admitted;
+* **record**: the step's record.
 """
 
 from __future__ import annotations
