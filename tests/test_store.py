@@ -233,8 +233,9 @@ def test_store_write_this_host_if_missing(tmp_path: Path) -> None:
 
     assert write()["machines"] == [1, 3]  # machine 2's block is placed on "elsewhere"
     d = tmp_path / "s" / here
-    assert sorted(p.name for p in d.iterdir()) == ["block-1.npy", "block-3.npy",
-                                                   "manifest.json"]
+    assert sorted(p.name for p in d.iterdir()) == ["block-1.npy", "block-1.npy.ok",
+                                                   "block-3.npy", "block-3.npy.ok",
+                                                   "manifest.json"]  # .ok: verified marks
     assert not (tmp_path / "s" / "elsewhere").exists()
     stamps = {p.name: p.stat().st_mtime_ns for p in d.iterdir()}
     assert write()["machines"] == []

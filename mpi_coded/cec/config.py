@@ -168,6 +168,13 @@ class CECConfig:
                           "from `data` (the master's check grows with `X`); `sketch` with "
                           "Freivalds' check against the store's sketch (no `X`); `auto`: "
                           "`sketch`")
+    store_check: str = key("mark", omit_default=True, rule=one_of(("mark", "full")),
+                           flag=True,
+                           doc="with `store`: `mark` reads at the start only the blocks "
+                               "whose verified mark does not fit the file (changed, or "
+                               "checked more than a day ago) and audits the others in the "
+                               "background; `full` reads every block whole at every start "
+                               "(docs/storage.md)")
     source: str = dc_field(default="defaults", compare=False)
 
     @property
@@ -231,6 +238,8 @@ class CECConfig:
     def _check_store(self) -> None:
         require(self.verify in ("auto", "exact", "sketch"), "verify",
                 "must be one of auto, exact, sketch", self.verify)
+        require(self.store_check in ("mark", "full"), "store_check",
+                "must be one of mark, full", self.store_check)
         if not self.store:
             require(self.verify == "auto", "verify", "needs store (without one the master "
                     "checks against the X it holds)", self.verify)

@@ -83,7 +83,8 @@ def cmd_store_write(args: argparse.Namespace) -> int:
 
 def cmd_store_check(args: argparse.Namespace) -> int:
     """Scan a host's store directory against the job, read each block against its
-    checksum; exit 1 when any block is unusable."""
+    checksums (marking those that pass, :mod:`mpi_coded.store.marks`); exit 1 when any
+    block is unusable."""
     import sys
 
     from mpi_coded.cec.workloads import WORKLOADS

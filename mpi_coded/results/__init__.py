@@ -91,6 +91,7 @@ from mpi_coded.results.elastic import (
     ElasticSummary,
     JoinedMachine,
     LostMachine,
+    StoreOpening,
     Transpose,
 )
 from mpi_coded.results.frames import KINDS, frame, frame_rows
@@ -156,7 +157,7 @@ __all__ = [
     "LinkBytes", "PhaseBytes", "RunContext", "RunFailed", "WithLinks", "run_context",
     # elastic
     "ElasticConfig", "ElasticSetup", "ElasticStep", "ElasticSummary", "Transpose",
-    "JoinedMachine", "LostMachine",
+    "JoinedMachine", "LostMachine", "StoreOpening",
     # coded
     "PHASE_KEYS", "CodedAbandoned", "CodedConfig", "CodedRecord", "CodedRun", "CodedServerMap",
     "CodedSummary",

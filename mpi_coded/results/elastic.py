@@ -59,6 +59,7 @@ class ElasticConfig(Record):
     joins: list[list[int]] | None = optional()
     store: str | None = optional()
     verify: str | None = optional()
+    store_check: str | None = optional()
     source: str | None = optional()
     run: RunContext | None = part(RunContext)
     first_step: int = 1
@@ -75,6 +76,26 @@ class ElasticConfig(Record):
     @property
     def host(self) -> str:
         return self.run.host if self.run else ""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StoreOpening(Part):
+    """The parts of a job's opening of its coded store (the setup line's ``store_parts``;
+    docs/storage.md, "A job from a store")."""
+
+    arrive_s: float = 0.0
+    """The master's wait for every rank to reach the store and scan its directory."""
+    scan_s: float = 0.0
+    """The slowest rank's scan (manifest read and checked, headers of its blocks)."""
+    verify_s: float = 0.0
+    """The slowest rank's check of its block against the checksums."""
+    blocks_read: int = 0
+    """Blocks read whole against their checksums (all ranks)."""
+    read_bytes: int = 0
+    blocks_marked: int = 0
+    """Blocks whose verified mark fitted the file: not read (docs/storage.md)."""
+    repair_s: float = 0.0
+    """The repairs from peers, to the last rank's end."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -97,6 +118,12 @@ class ElasticSetup(WithLinks, Record):
     store: dict[str, Any] | None = optional()
     """A job from a coded store: ``machines`` (machine -> rank), ``lost`` (machines without
     a rank), ``repairs`` (machine, rank, host, sources, bytes, seconds), ``dataset``."""
+    store_open_s: float | None = optional()
+    """A job from a coded store: the master's seconds from the start of the store's opening
+    (scan, checks, repairs: every rank's, as the master waits for them) to its end, before
+    ``setup_s`` is counted (docs/storage.md, "A job from a store")."""
+    store_parts: StoreOpening | None = nested(StoreOpening)
+    """The parts of ``store_open_s`` (:class:`StoreOpening`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

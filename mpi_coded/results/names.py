@@ -11,7 +11,7 @@ JOB_KEY = "job"
 SCHEMA_KEY = "schema"
 """Key of every line written since schema versions exist: the :data:`SCHEMA_VERSION` it
 follows.  A line without it is from an older runtime and reads as version ``1.0``."""
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """``MAJOR.MINOR`` of the lines this package writes.  A new MINOR only adds keys (older
 readers ignore them); a new MAJOR renames or removes keys or changes their meaning, and a
 reader of an older major refuses the line in one message (:func:`check_schema`)."""

@@ -9,12 +9,16 @@ machine's block from there; the master loads neither ``X`` nor a coded block.
 
 Pure: files and numpy, never MPI.  Modules, one concept each:
 
-* :mod:`.checksum`: the blocks' checksum (BLAKE2b-128 of the file's bytes);
+* :mod:`.checksum`: the blocks' checksums (BLAKE2b-128 of the file's bytes, and of each
+  chunk of rows);
 * :mod:`.manifest`: what a store holds and the rules a job checks it against;
 * :mod:`.source`: ``X`` read in row chunks with bounded memory;
 * :mod:`.encode`: the streaming encoder;
 * :mod:`.sketch`: the Freivalds check of ``y = X w`` without ``X`` (docs/storage.md);
 * :mod:`.blocks`: a host's blocks opened and checked (bad storage is never used);
+* :mod:`.marks`: a block's verified mark, tied to the file's identity (a start with the
+  file unchanged does not read it);
+* :mod:`.audit`: the background check, chunk by chunk, of blocks trusted by their mark;
 * :mod:`.assign`: which rank is which machine, from the blocks each rank's host holds;
 * :mod:`.repair`: a lost machine's block rebuilt from ``L`` surviving blocks;
 * :mod:`.checkpoint`: an iterative workload's state, saved durably with each step.

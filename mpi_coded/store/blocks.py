@@ -2,7 +2,9 @@
 
 :func:`scan` reads the host's manifest and checks every listed block cheaply (the file
 exists, its ``.npy`` header has the manifest's shape and the field's words, it is not
-truncated); :func:`verify` reads a block whole against its checksum.  A block that fails
+truncated); :func:`check_block` reads a block whole against its checksums (per chunk of
+rows, naming the chunk that fails) unless its verified mark (:mod:`.marks`) shows the
+file unchanged since it was last read so; :func:`verify` reads it whichever.  A block that fails
 is *not held*: its machine is lost for this run (the job goes on while ``L`` machines
 remain, and a rank without a block repairs it from its peers,
 :mod:`mpi_coded.store.repair`), and the reason is one line naming the file and the rule.
@@ -14,6 +16,7 @@ generator that is not this version's code) refuses the job
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +25,7 @@ import numpy as np
 from mpi_coded.codes.mds import systematic_mds
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import Field
-from mpi_coded.store import checksum
+from mpi_coded.store import checksum, marks
 from mpi_coded.store.manifest import MANIFEST, BlockEntry, Manifest, host_dir, read_manifest
 
 
@@ -117,16 +120,77 @@ def m_dtype(m: Manifest) -> str:
     return str(get_field(m.field).dtype)
 
 
-def verify(hb: HostBlocks, n: int) -> str | None:
-    """Machine ``n``'s blocks read whole against their checksums: why not (None: they
-    match)."""
+@dataclass
+class Check:
+    """One machine's blocks checked at a start (:func:`check_block`)."""
+
+    problem: str | None = None  # why they cannot be used (None: they may)
+    read: int = 0  # blocks read whole against their checksums
+    read_bytes: int = 0
+    marked: list[Path] = field(default_factory=list)  # trusted by their mark, not read
+    seconds: float = 0.0
+
+
+def check_block(hb: HostBlocks, n: int, use_marks: bool = True) -> Check:
+    """Machine ``n``'s blocks against their checksums: a block whose verified mark fits
+    the file as it is now (:mod:`mpi_coded.store.marks`) is not read (with
+    ``use_marks``); any other is read whole, chunk by chunk, and marked when it passes."""
+    t0, out = time.perf_counter(), Check()
     for e in hb.entries(n):
         path = hb.directory / e.file
+        if use_marks and marks.valid(path, e.checksum):
+            out.marked.append(path)
+            continue
+        try:
+            ident = marks.identity(path)
+            out.problem = check_entry(path, e)
+        except OSError as exc:  # gone or unreadable since the scan
+            out.problem = f"{path}: cannot be read ({exc})"
+            break
+        out.read += 1
+        out.read_bytes += ident[2]
+        if out.problem is not None:
+            marks.drop(path)
+            break
+        if marks.identity(path) == ident:  # unchanged while it was read
+            marks.write(path, e.checksum, ident)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def check_entry(path: Path, e: BlockEntry) -> str | None:
+    """The block at ``path`` read whole against entry ``e``'s checksums (per chunk of
+    rows when the manifest lists them, naming the first chunk that fails): why not
+    (None: they match)."""
+    if not e.chunks:  # a manifest written before chunk checksums: the whole file
         got = checksum.file_checksum(path)
-        if got != e.checksum:
-            return (f"{path}: checksum {got} does not match the manifest's {e.checksum} "
-                    f"({checksum.ALGORITHM}: the block is corrupt)")
+    else:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        row_bytes = int(arr.itemsize) * e.shape[1]
+        got, sums = checksum.file_sums(path, int(arr.offset), e.chunk_rows * row_bytes)
+        del arr
+        for i, (have, want) in enumerate(zip(sums, e.chunks)):
+            if have != want:
+                return chunk_problem(path, e, i, have)
+        if len(sums) != len(e.chunks):
+            return (f"{path}: holds {len(sums)} chunks of {e.chunk_rows} rows, the manifest "
+                    f"lists {len(e.chunks)} (truncated or padded)")
+    if got != e.checksum:
+        return (f"{path}: checksum {got} does not match the manifest's {e.checksum} "
+                f"({checksum.ALGORITHM}: the block is corrupt)")
     return None
+
+
+def chunk_problem(path: Path, e: BlockEntry, i: int, got: str) -> str:
+    a, b = e.chunk_range(i)
+    return (f"{path}: checksum of rows {a}..{b} (chunk {i}) {got} does not match the "
+            f"manifest's {e.chunks[i]} ({checksum.ALGORITHM}: the block is corrupt)")
+
+
+def verify(hb: HostBlocks, n: int) -> str | None:
+    """Machine ``n``'s blocks read whole against their checksums, marks or not: why not
+    (None: they match; each is marked)."""
+    return check_block(hb, n, use_marks=False).problem
 
 
 def open_block(hb: HostBlocks, n: int, which: int) -> np.ndarray:

@@ -22,14 +22,14 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
 from mpi_coded.codes.mds import systematic_mds
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.fields import Field
-from mpi_coded.store import checksum
+from mpi_coded.store import checksum, marks
 from mpi_coded.store.manifest import BlockEntry, Manifest, block_name, host_dir
 from mpi_coded.store.sketch import SketchBuilder
 from mpi_coded.store.source import CHUNK_BYTES, Rows
@@ -62,32 +62,66 @@ def identity(src: Rows, field: Field, L: int, N: int, transpose: bool, seed: int
                     transpose=transpose, sketch=sk.to_dict(), norm2=norm2)
 
 
+class Sums(NamedTuple):
+    """A written block's checksums: the whole file's and each chunk of rows'."""
+
+    checksum: str
+    chunk_rows: int
+    chunks: tuple[str, ...]
+
+    def entry(self, machine: int, which: int, file: str, shape: tuple[int, int]
+              ) -> BlockEntry:
+        return BlockEntry(machine, which, file, shape, self.checksum, self.chunk_rows,
+                          self.chunks)
+
+
 class BlockFile:
-    """One machine's ``.npy`` block written in row order, hashed as it goes."""
+    """One machine's ``.npy`` block written in row order, hashed as it goes (the whole
+    file, and each chunk of :func:`~mpi_coded.store.checksum.chunk_rows` rows)."""
 
     def __init__(self, path: Path, shape: tuple[int, int], dtype: np.dtype[Any]) -> None:
         self.path, self.shape = path, shape
         self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self.f: BinaryIO = open(self.tmp, "wb")
         self.h = checksum.new()
+        row_bytes = shape[1] * np.dtype(dtype).itemsize
+        self.chunk_rows = checksum.chunk_rows(row_bytes)
+        self.parts: checksum.ChunkHasher | None = None  # none while the header is written
         header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
                   "shape": shape}
         np.lib.format.write_array_header_1_0(self, header)
+        self.parts = checksum.ChunkHasher(self.chunk_rows * row_bytes)
 
     def write(self, data: bytes | memoryview) -> None:
         self.f.write(data)
         self.h.update(data)
+        if self.parts is not None:
+            self.parts.update(data)
 
-    def close(self) -> str:
+    def close(self) -> Sums:
         self.f.flush()
         os.fsync(self.f.fileno())
         self.f.close()
         os.replace(self.tmp, self.path)
-        return self.h.hexdigest()
+        assert self.parts is not None
+        return Sums(self.h.hexdigest(), self.chunk_rows, tuple(self.parts.close()))
+
+
+def npy_offset(path: Path) -> int:
+    """Where the data of the ``.npy`` file at ``path`` begins (the header's length)."""
+    return int(np.load(path, mmap_mode="r", allow_pickle=False).offset)
+
+
+def file_sums(path: Path, shape: tuple[int, int], dtype: np.dtype[Any]) -> Sums:
+    """The :class:`Sums` of a block already on disk (one pass)."""
+    rows = checksum.chunk_rows(shape[1] * np.dtype(dtype).itemsize)
+    whole, parts = checksum.file_sums(path, npy_offset(path),
+                                      rows * shape[1] * np.dtype(dtype).itemsize)
+    return Sums(whole, rows, tuple(parts))
 
 
 def encode_blocks(src: Rows, field: Field, g: np.ndarray, L: int,
-                  files: Mapping[int, Path], progress: Callable[[str], None]) -> dict[int, str]:
+                  files: Mapping[int, Path], progress: Callable[[str], None]) -> dict[int, Sums]:
     """Write each machine ``n`` of ``files`` its block of ``X`` (module docstring); their
     checksums."""
     R = -(-src.rows // L)
@@ -107,7 +141,7 @@ def encode_blocks(src: Rows, field: Field, g: np.ndarray, L: int,
 
 def encode_blocks_t(src: Rows, field: Field, g: np.ndarray, L: int,
                     files: Mapping[int, Path], progress: Callable[[str], None]
-                    ) -> dict[int, str]:
+                    ) -> dict[int, Sums]:
     """Each machine's block of ``X^T`` (``ceil(cols / L) x rows``), column chunk by
     column chunk; their checksums."""
     Rt = -(-src.cols // L)
@@ -133,7 +167,7 @@ def encode_blocks_t(src: Rows, field: Field, g: np.ndarray, L: int,
         with open(tmp[n], "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp[n], files[n])
-        sums[n] = checksum.file_checksum(files[n])
+        sums[n] = file_sums(files[n], (Rt, src.rows), field.dtype)
     return sums
 
 
@@ -173,13 +207,14 @@ def write_store(src: Rows, field: Field, L: int, N: int, template: str,
         d.mkdir(parents=True, exist_ok=True)
         olds[d] = _existing(d, ident)
     sums = encode_blocks(src, field, g, L, files, say)
-    entries = [BlockEntry(n, 0, files[n].name, ident.block_shape(0), sums[n])
-               for n in machines]
+    entries = [sums[n].entry(n, 0, files[n].name, ident.block_shape(0)) for n in machines]
     if transpose:
         files_t = {n: files[n].parent / block_name(n, 1) for n in machines}
         sums_t = encode_blocks_t(src, field, g, L, files_t, say)
-        entries += [BlockEntry(n, 1, files_t[n].name, ident.block_shape(1), sums_t[n])
+        entries += [sums_t[n].entry(n, 1, files_t[n].name, ident.block_shape(1))
                     for n in machines]
+    for e in entries:  # checked as written: a start with the file unchanged reads it not
+        marks.write(files[e.machine].parent / e.file, e.checksum)
     for d in dirs:
         mine = [e for e in entries if files[e.machine].parent == d]
         (olds[d] or ident).with_blocks(mine).write(d)

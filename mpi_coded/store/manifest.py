@@ -50,6 +50,15 @@ class BlockEntry:
     file: str
     shape: tuple[int, int]
     checksum: str
+    chunk_rows: int = 0
+    """Rows per checksummed chunk (0: a manifest written before chunk checksums; the
+    block is checked whole)."""
+    chunks: tuple[str, ...] = ()
+    """The checksum of each chunk of ``chunk_rows`` rows of the data (after the header)."""
+
+    def chunk_range(self, i: int) -> tuple[int, int]:
+        """The rows ``[a, b)`` of chunk ``i``."""
+        return i * self.chunk_rows, min(self.shape[0], (i + 1) * self.chunk_rows)
 
 
 @dataclass(frozen=True)
@@ -116,7 +125,7 @@ class Manifest:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["blocks"] = [{**asdict(b), "shape": list(b.shape)} for b in self.blocks]
+        d["blocks"] = [_entry_dict(b) for b in self.blocks]
         return d
 
     @classmethod
@@ -126,9 +135,7 @@ class Manifest:
             raise ConfigError("store", f"{path}: manifest format {fmt!r} is not one this "
                               f"version reads (<= {FORMAT})")
         try:
-            blocks = tuple(BlockEntry(int(b["machine"]), int(b["which"]), str(b["file"]),
-                                      (int(b["shape"][0]), int(b["shape"][1])),
-                                      str(b["checksum"])) for b in d.get("blocks", []))
+            blocks = tuple(_entry(b) for b in d.get("blocks", []))
             kw = {k: d[k] for k in ("field", "rows", "cols", "L", "N", "generator",
                                      "dataset")}
             return cls(**kw, transpose=bool(d.get("transpose", False)),
@@ -171,6 +178,25 @@ class Manifest:
             raise ConfigError("store", f"{path}: the store holds the data set "
                               f"{self.dataset.get('source')!r}, the job's is {source!r} "
                               "(a store of another data set)")
+
+
+def _entry_dict(b: BlockEntry) -> dict[str, Any]:
+    d = {**asdict(b), "shape": list(b.shape), "chunks": list(b.chunks)}
+    if not b.chunks:  # as written before chunk checksums
+        del d["chunk_rows"], d["chunks"]
+    return d
+
+
+def _entry(b: dict[str, Any]) -> BlockEntry:
+    """A block's entry; ``chunk_rows`` and ``chunks`` are absent from manifests written
+    before chunk checksums (such a block is checked whole)."""
+    e = BlockEntry(int(b["machine"]), int(b["which"]), str(b["file"]),
+                   (int(b["shape"][0]), int(b["shape"][1])), str(b["checksum"]),
+                   int(b.get("chunk_rows", 0)), tuple(str(c) for c in b.get("chunks", ())))
+    if e.chunks and (e.chunk_rows < 1 or len(e.chunks) != -(-e.shape[0] // e.chunk_rows)):
+        raise ValueError(f"block {e.file}: {len(e.chunks)} chunk checksums do not cover "
+                         f"{e.shape[0]} rows in chunks of {e.chunk_rows}")
+    return e
 
 
 def read_manifest(directory: Path) -> Manifest:

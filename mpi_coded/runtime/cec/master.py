@@ -53,7 +53,7 @@ from mpi_coded.runtime.cec.cluster import MachinePool, payload, warn
 from mpi_coded.runtime.cec.collect import drain
 from mpi_coded.runtime.cec.join import spawn_machine
 from mpi_coded.runtime.cec.steps import Steps
-from mpi_coded.runtime.cec.storage import StoreRun, open_store
+from mpi_coded.runtime.cec.storage import StoreRun, open_store, store_line
 from mpi_coded.runtime.core import linkstats, records
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import CannotGoOn, Phase
@@ -273,9 +273,13 @@ class Master:
                            link=cl.link_record([("setup", {0: cl.link_mark()})],
                                                {"setup": sent.traffic}),
                            store=self.store.record() if self.store else None,
+                           store_open_s=self.store.open_s if self.store else None,
+                           store_parts=self.store.parts if self.store else None,
                            master_peak_rss_mb=peak_rss_mb())
         print(f"setup: {sent.what}, {sent.nbytes} bytes in {rec.setup_s:.3f} s (sent once)",
               flush=True)
+        if self.store is not None:
+            print(f"setup: {store_line(self.store.open_s, self.store.parts)}", flush=True)
         if first > 1:
             print(f"resuming at step {first} of {len(self.schedule)}", flush=True)
         steps.replay([list(a) for a in self.schedule[: first - 1]])

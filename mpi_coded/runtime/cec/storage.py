@@ -9,8 +9,10 @@ Every rank runs :func:`open_store` at the start of the job:
 2. one ``Iallgather``: each rank's held machines and manifest digest (hosts whose
    manifests differ refuse the job); every rank computes the same assignment
    (:func:`mpi_coded.store.assign.assign`);
-3. each assigned rank reads its block(s) whole against the checksum; a second
-   ``Iallgather`` of those verdicts; every rank computes the same repairs
+3. each assigned rank checks its block(s) (:func:`mpi_coded.store.blocks.check_block`:
+   not read when the verified mark fits the file, ``store_check = "mark"``; else read
+   whole, chunk by chunk); a second ``Iallgather`` of those verdicts and timings; every
+   rank computes the same repairs
    (:func:`mpi_coded.store.assign.plan_repairs`);
 4. the manifest's identity (field, generator, sketch, ``||X||_2``) is broadcast from the
    lowest rank that has one, so that the master, which reads no disk, and a new host
@@ -21,6 +23,8 @@ Every rank runs :func:`open_store` at the start of the job:
    manifest (under a lock: two ranks of one host may write it).
 
 Every wait has a deadline (``timeout_s``).  The master never reads or sends a block.
+The opening is timed on every rank: :attr:`StoreRun.open_s` and :attr:`StoreRun.parts`
+(the setup line's ``store_open_s`` and ``store_parts``).
 """
 
 from __future__ import annotations
@@ -41,10 +45,20 @@ from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.errors import ConfigError
 from mpi_coded.fields import Field, get_field
+from mpi_coded.results import StoreOpening
 from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
 from mpi_coded.store.assign import RankLayout, Repair, assign, plan_repairs
-from mpi_coded.store.blocks import Expect, HostBlocks, open_block, scan, verify
+from mpi_coded.store.audit import Audit, for_machine
+from mpi_coded.store.blocks import (
+    Check,
+    Expect,
+    HostBlocks,
+    check_block,
+    open_block,
+    scan,
+    verify,
+)
 from mpi_coded.store.encode import BlockFile
 from mpi_coded.store.manifest import MANIFEST, BlockEntry, Manifest, block_name, read_manifest
 from mpi_coded.store.repair import combine, repair_coefficients
@@ -76,6 +90,18 @@ class StoreRun:
     machine: int | None = None  # this rank's machine
     repairs: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    check: Check = field(default_factory=Check)  # this rank's block checked at the start
+    open_s: float = 0.0  # this rank's time in open_store
+    parts: StoreOpening = field(default_factory=StoreOpening)  # the setup line's store_parts
+
+    def audit(self) -> Audit | None:
+        """This machine's blocks watched, and the ones the start trusted by an old mark
+        audited in the background (:func:`mpi_coded.store.audit.for_machine`); None on
+        the master."""
+        if self.blocks is None or self.machine is None or \
+                self.machine not in self.blocks.held:
+            return None
+        return for_machine(self.blocks, self.machine, self.check.marked)
 
     def record(self) -> dict[str, Any]:
         """The setup line's ``store`` field."""
@@ -92,22 +118,20 @@ def _gather(comm: MPI.Comm, mine: np.ndarray, timeout: float, what: str) -> np.n
 
 
 def open_store(cfg: CECConfig, comm: MPI.Comm) -> StoreRun:
-    """Steps 1-5 of the module docstring, on every rank."""
+    """Steps 1-5 of the module docstring, on every rank; timed (:attr:`StoreRun.parts`)."""
+    t0 = time.perf_counter()
     rank, host, N = comm.Get_rank(), socket.gethostname(), cfg.N
-    want = expect(cfg)
-    hb = None
-    if rank > 0:
-        try:
-            hb = scan(cfg.store, host, want)
-        except ConfigError as exc:
-            raise CannotGoOn(f"store: {exc.rule}") from None
+    hb = _scan(cfg, rank, host)
+    scan_s = time.perf_counter() - t0
     mine = np.zeros(N + DIGEST + 64, dtype=np.uint8)
     if hb is not None and hb.manifest is not None:
         mine[[n - 1 for n in hb.held]] = 1
         mine[N:N + DIGEST] = np.frombuffer(hb.manifest.digest(), dtype=np.uint8)
     name = host.encode()[:64]
     mine[N + DIGEST: N + DIGEST + len(name)] = np.frombuffer(name, dtype=np.uint8)
+    t1 = time.perf_counter()
     every = _gather(comm, mine, cfg.timeout_s, "every rank's stored blocks")
+    arrive_s = time.perf_counter() - t1
     hosts = {r: bytes(row[N + DIGEST:]).rstrip(b"\0").decode(errors="replace")
              for r, row in enumerate(every)}
     if hb is not None and rank == min(r for r in hosts if r > 0 and hosts[r] == host):
@@ -115,26 +139,47 @@ def open_store(cfg: CECConfig, comm: MPI.Comm) -> StoreRun:
             warn(f"rank {rank} ({host}): {p}")
     root = _check_digests(every, N, hosts, cfg.store)
     first = assign([[int(n) + 1 for n in np.flatnonzero(row[:N])] for row in every])
-    machine = first.get(rank)
-    ok = 0
-    problems: list[str] = []
+    chk, machine = Check(), first.get(rank)
     if hb is not None and machine is not None:
-        bad = verify(hb, machine)
-        if bad:
-            warn(f"rank {rank} ({host}): {bad}")
-            problems.append(bad)
-        ok = int(bad is None)
-    oks = _gather(comm, np.array([ok], dtype=np.uint8), cfg.timeout_s,
-                  "every rank's block checks")
+        chk = check_block(hb, machine, use_marks=cfg.store_check == "mark")
+        if chk.problem:
+            warn(f"rank {rank} ({host}): {chk.problem}")
+    facts = np.array([float(chk.problem is None), scan_s, chk.seconds, chk.read,
+                      chk.read_bytes, len(chk.marked), arrive_s])
+    oks = _gather(comm, facts, cfg.timeout_s, "every rank's block checks")
     layout = plan_repairs(first, {r: bool(oks[r, 0]) for r in first}, N, cfg.L)
     if len(layout.machine_of) < cfg.L or layout.unused:
         raise CannotGoOn(f"store {cfg.store}: {len(layout.rank_of)} machines have a block "
                          f"(machines {sorted(layout.rank_of)}), fewer than the L={cfg.L} "
                          "that decode (or repair) a step")
     identity = _identity(comm, root, hb, cfg.timeout_s)
-    run = StoreRun(layout, identity, hosts, hb, layout.machine_of.get(rank), [], problems)
+    run = StoreRun(layout, identity, hosts, hb, layout.machine_of.get(rank), [],
+                   [chk.problem] if chk.problem else [], chk)
+    t2 = time.perf_counter()
     repair(run, cfg, comm, get_field(cfg.field))
+    run.parts = _parts(oks, time.perf_counter() - t2)
+    run.open_s = time.perf_counter() - t0
     return run
+
+
+def _scan(cfg: CECConfig, rank: int, host: str) -> HostBlocks | None:
+    """A machine rank's host directory scanned (step 1); None on the master."""
+    if rank == 0:
+        return None
+    try:
+        return scan(cfg.store, host, expect(cfg))
+    except ConfigError as exc:
+        raise CannotGoOn(f"store: {exc.rule}") from None
+
+
+def _parts(facts: np.ndarray, repair_s: float) -> StoreOpening:
+    """The setup line's ``store_parts`` from every rank's gathered facts (``[ok, scan_s,
+    verify_s, blocks read, bytes read, blocks marked, arrive_s]``) and the repairs' wall
+    time; ``arrive_s`` is the master's wait for every rank to reach the store and scan."""
+    return StoreOpening(arrive_s=float(facts[0, 6]), scan_s=float(facts[:, 1].max()),
+                        verify_s=float(facts[:, 2].max()), blocks_read=int(facts[:, 3].sum()),
+                        read_bytes=int(facts[:, 4].sum()),
+                        blocks_marked=int(facts[:, 5].sum()), repair_s=repair_s)
 
 
 def _check_digests(every: np.ndarray, N: int, hosts: dict[int, str], store: str) -> int:
@@ -236,7 +281,7 @@ def _rebuild(run: StoreRun, cfg: CECConfig, comm: MPI.Comm, fld: Field, rp: Any,
         block = np.ascontiguousarray(combine(fld, c, bufs))
         f = BlockFile(d / block_name(rp.machine, w), shape, fld.dtype)
         f.write(block.data.cast("B"))
-        entries.append(BlockEntry(rp.machine, w, block_name(rp.machine, w), shape, f.close()))
+        entries.append(f.close().entry(rp.machine, w, block_name(rp.machine, w), shape))
     _list(d, ident, entries, fld)
     run.blocks = scan(cfg.store, socket.gethostname(), expect(cfg))
     bad = verify(run.blocks, rp.machine)
@@ -266,3 +311,11 @@ def _list(d: Path, ident: Manifest, entries: list[BlockEntry], fld: Field) -> No
                                  f"{fld.name} a repair is exact: the repair is wrong)")
         (old or ident).with_blocks(entries).write(d)
 
+
+
+def store_line(open_s: float, p: StoreOpening) -> str:
+    """The store's opening in one line (the setup line's ``store_open_s``, ``store_parts``)."""
+    return (f"store opened in {open_s:.3f} s (every rank in {p.arrive_s:.3f} s, scan "
+            f"{p.scan_s:.3f} s, {p.blocks_read} blocks read whole, {p.read_bytes} bytes, in "
+            f"{p.verify_s:.3f} s; {p.blocks_marked} unchanged since checked, not read; "
+            f"repairs {p.repair_s:.3f} s)")

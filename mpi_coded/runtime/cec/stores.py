@@ -16,6 +16,7 @@ policy's runtime phases (:attr:`mpi_coded.runtime.cec.steps.Steps.store`).
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,6 +25,7 @@ from mpi4py import MPI
 from mpi_coded.runtime.cec.storage import rebuild_block, send_blocks
 from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
+from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.inbox import Inbox
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
 from mpi_coded.store import checksum
@@ -31,6 +33,7 @@ from mpi_coded.store.blocks import verify
 
 if TYPE_CHECKING:
     from mpi_coded.runtime.cec.machine import Machine
+    from mpi_coded.store.audit import Audit
 
 
 class MachineStore:
@@ -124,7 +127,22 @@ class CodedStore(MachineStore):
 
 class DiskStore(CodedStore):
     """The coded block(s) memory-mapped from this host's store directory (checked, or
-    repaired, by :func:`mpi_coded.runtime.cec.storage.open_store`); nothing received."""
+    repaired, by :func:`mpi_coded.runtime.cec.storage.open_store`); nothing received.
+
+    The blocks the start trusted by their verified mark are audited in the background
+    from the job's second step on, or from its first IDLE (:mod:`mpi_coded.store.audit`:
+    the first step is not slowed); before every task the machine asks the audit whether
+    its blocks may still be used (no chunk failed, no file changed on disk since the
+    start).  If not, the machine *withholds* its block (one warning line naming the file
+    and the rows): it computes on zeros instead, so its answers fail the master's check,
+    and its CHECK answers "corrupt" (without reading the file again when a chunk failed):
+    the block is rebuilt from ``L`` peers in the running job (docs/theory.md A.10), as a
+    block found corrupt any other way is."""
+
+    def __init__(self, m: Machine) -> None:
+        super().__init__(m)
+        self.audit: Audit | None = None
+        self.withheld: str | None = None  # why the block is not used (None: it is)
 
     def setup(self) -> None:
         from mpi_coded.store.blocks import open_block
@@ -136,15 +154,55 @@ class DiskStore(CodedStore):
             block_t = open_block(run.blocks, m.rank, 1)
             self.blocks = [m.block, block_t]
             m.out = m.field.zeros(max(m.cfg.rows_per_block, block_t.shape[0]))
+        if self.audit is not None:  # mapped again (a rebuilt block): the old audit ends
+            self.audit.stop.set()
+        self.audit, self.withheld = run.audit(), None
+
+    def idle(self) -> None:
+        if self.audit is not None:  # nothing computed this step: a good time to audit
+            self.audit.start()
+
+    def select(self, step: int) -> None:
+        if self.audit is not None:
+            if step > self.m.per_step:  # the first step's products are done
+                self.audit.start()
+            bad = self.audit.problem()
+            if bad is not None and self.withheld is None:
+                self.withhold(bad)
+        super().select(step)
+
+    def withhold(self, why: str) -> None:
+        """Stop using the block(s): zeros of their shapes in their place (module
+        docstring); ``why`` in one warning line."""
+        from mpi_coded.runtime.cec.storage import warn
+
+        m = self.m
+        warn(f"rank {m.comm.Get_rank()} ({socket.gethostname()}): machine {m.rank}: {why}; "
+             "its block is not used "
+             "(its answers are zeros until the block is checked and rebuilt from its peers)")
+        self.withheld = why
+        self.blocks = [m.field.zeros(b.shape) for b in self.blocks]
+        m.block = self.blocks[0] if self.blocks else m.field.zeros(m.block.shape)
 
     def intact(self) -> bool:
-        """The block file(s) read whole against the manifest's checksum."""
+        """The block file(s) read whole against the manifest's checksum (a chunk the
+        audit found corrupt: False at once).  A withheld block found intact (its file
+        was only touched) is used again."""
+        if self.audit is not None and self.audit.failed is not None:
+            return False
         run = self.m.stored
         assert run is not None and run.blocks is not None
-        return verify(run.blocks, self.m.rank) is None
+        ok = verify(run.blocks, self.m.rank) is None
+        if ok and self.withheld is not None:
+            self.setup()
+        return ok
 
     def send_block(self, rank: int) -> None:
-        """REPAIR, as a source: this machine's block(s) straight to the repairing rank."""
+        """REPAIR, as a source: this machine's block(s) straight to the repairing rank
+        (never a withheld one: the repair would copy its corruption)."""
+        if self.withheld is not None:
+            raise CannotGoOn(f"machine {self.m.rank} was asked for its block to repair "
+                             f"rank {rank}'s, but it is withheld: {self.withheld}")
         send_blocks(self.m.stored, self.m.cfg, self.m.comm, self.m.rank, rank)
 
     def rebuild(self, n: int, rank: int, sources: list[tuple[int, int]]) -> np.ndarray:
