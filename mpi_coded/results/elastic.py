@@ -358,7 +358,8 @@ class ElasticSummary(Record):
     """The master's run, config line to summary: ``before_steps_s`` + every step's
     ``wall_s`` + ``master_s`` (the sum: ``master_s`` here) + ``after_steps_s``."""
     before_steps_s: float | None = None
-    """Config, ``X`` (or the store's view of it), the setup, up to the first step."""
+    """The store's opening, config, ``X`` (or the store's view of it), the setup, up to the
+    first step."""
     after_steps_s: float | None = None
     """After the last step: the end check, STOP, the machines' statistics."""
     master_s: float = 0.0

@@ -152,7 +152,8 @@ class JobClock:
     """Every second of the master's run, counted: a step line's ``master_s`` is its time
     outside ``wall_s`` since the previous step's end (the check when it passed, the
     machines cut off, the record, the line written, the state saved, the table printed);
-    the summary's ``job_s`` adds ``before_steps_s`` (config, X, setup), every step's
+    the summary's ``job_s`` adds ``before_steps_s`` (the store's opening, config, X,
+    setup), every step's
     ``wall_s + master_s`` and ``after_steps_s`` (the end check, STOP, statistics)."""
 
     start: float = dataclasses.field(default_factory=time.perf_counter)
@@ -199,10 +200,10 @@ class Master:
             self.cl.absent(n)
         self.schedule = cfg.available_sets()
         self.done = Totals()  # the steps done, summed as they are done
+        self.clock = JobClock()  # every second of the run (master_main: from the store open)
         self.repeated = 0  # steps NOT VERIFIED whose y never reached the iterate
 
     def run(self, phase: Phase, out: str | None, first: int) -> int:
-        self.clock = JobClock()
         self.out = out
         self.job = checkpoint.job_digest(jsonable(self.cfg.to_dict()))  # names saved states
         writer = ResultsWriter(out)
@@ -471,8 +472,10 @@ def resumed_state(cfg: CECConfig, out: str, first: int) -> checkpoint.SavedState
 def master_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, out: str | None,
                 steps: type[Steps], first: int = 1, faults: tuple[Fault, ...] = ()) -> int:
     phase.set("setup")
+    started = time.perf_counter()  # the store's opening is the job's time too
     store = open_store(cfg, comm) if cfg.store else None
     master = Master(cfg, comm, faults, steps, store)
+    master.clock = JobClock(started)
     where = os.environ.get(PROFILE_ENV)
     if not where:
         return master.run(phase, out, first)
