@@ -238,12 +238,7 @@ LAYERED_PACKAGES = ("mpi_coded.coded", "mpi_coded.report", "mpi_coded.cec",
 """Inside each, the modules form layers (a DAG) as a reader follows the imports: deferred
 ones, those under ``TYPE_CHECKING`` and ``from P import x`` (``P``) count."""
 
-KNOWN_CIRCLES: set[frozenset[str]] = {
-    # runtime/cec: machine.py imports the stores it holds; stores.py names Machine in its
-    # annotations.  To go (the store typed by what it reads of its machine, a Protocol in
-    # stores.py) once the work on runtime/cec/ under way elsewhere has landed (issue 46).
-    frozenset({"mpi_coded.runtime.cec.machine", "mpi_coded.runtime.cec.stores"}),
-}
+KNOWN_CIRCLES: set[frozenset[str]] = set()
 """Circles known and allowed for now, each with a comment saying why and when it goes:
 only a listed circle passes, and a listed one that is gone fails until it is unlisted."""
 

@@ -17,7 +17,7 @@ policy's runtime phases (:attr:`mpi_coded.runtime.cec.steps.Steps.store`).
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from mpi4py import MPI
@@ -32,14 +32,35 @@ from mpi_coded.store import checksum
 from mpi_coded.store.blocks import verify
 
 if TYPE_CHECKING:
-    from mpi_coded.runtime.cec.machine import Machine
+    from mpi_coded.cec.config import CECConfig
+    from mpi_coded.fields import Field
+    from mpi_coded.runtime.cec.storage import StoreRun
+    from mpi_coded.runtime.core.peers import MasterLink
     from mpi_coded.store.audit import Audit
+
+
+class Holder(Protocol):
+    """What a store reads and sets of the machine that holds it
+    (:class:`mpi_coded.runtime.cec.machine.Machine`, which imports the stores: a store
+    names only this, so the two modules form no circle)."""
+
+    cfg: CECConfig
+    comm: MPI.Comm
+    rank: int
+    field: Field
+    master: MasterLink
+    per_step: int
+    block: np.ndarray
+    out: np.ndarray
+    stored: StoreRun | None
+    peers: dict[int, Inbox]
+    link_mark: linkstats.Counters | None
 
 
 class MachineStore:
     """A machine's data under one kind of policy; the coded default does nothing extra."""
 
-    def __init__(self, m: Machine) -> None:
+    def __init__(self, m: Holder) -> None:
         self.m = m
         self.base = 0  # the row of the stored matrix of ``m.block``'s first row
 
@@ -87,7 +108,7 @@ class MachineStore:
 class CodedStore(MachineStore):
     """The coded block(s), received once (module docstring)."""
 
-    def __init__(self, m: Machine) -> None:
+    def __init__(self, m: Holder) -> None:
         super().__init__(m)
         self.blocks: list[np.ndarray] = []  # two products: [block of X, block of X^T]
         self.digest = ""  # of the block(s) as received
@@ -139,7 +160,7 @@ class DiskStore(CodedStore):
     the block is rebuilt from ``L`` peers in the running job (docs/theory.md A.10), as a
     block found corrupt any other way is."""
 
-    def __init__(self, m: Machine) -> None:
+    def __init__(self, m: Holder) -> None:
         super().__init__(m)
         self.audit: Audit | None = None
         self.withheld: str | None = None  # why the block is not used (None: it is)
@@ -216,7 +237,7 @@ class DiskStore(CodedStore):
 class UncodedStore(MachineStore):
     """The rows of ``X`` this machine owns, moved as the split changes (module docstring)."""
 
-    def __init__(self, m: Machine) -> None:
+    def __init__(self, m: Holder) -> None:
         super().__init__(m)
         self.acc = m.field.zeros(m.cfg.cols)  # two products: this machine's part of X^T z
         self.moved_at: tuple[int, linkstats.Counters | None] = (-1, None)
