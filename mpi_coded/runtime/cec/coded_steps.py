@@ -365,9 +365,8 @@ class CodedSteps(Steps):
         corrupt); the machines on probation whose probe was clean are re-admitted."""
         named = sorted({a.machine for a in f.wrong})
         handled = {e["machine"] for e in f.events}  # caught already (a corrupt block)
-        for n in named:
-            if n not in handled:
-                f.events += catch(self.cl, self, n, f.t, f.vstep)
+        if todo := [n for n in named if n not in handled]:
+            f.events += catch(self.cl, self, todo, f.t, f.vstep)
         for n in f.probed:
             if n not in named and self.cl.quarantine.probed(n, True):
                 f.events.append({"machine": n, "host": self.cl.links.host.get(n, "?"),
@@ -375,17 +374,17 @@ class CodedSteps(Steps):
                 print(f"step {f.t}: machine {n} re-admitted (its probe products were "
                       "right)", flush=True)
 
-    def rebuild_block(self, n: int, vstep: int) -> int:
-        """Machine ``n``'s corrupt block rebuilt: from ``L`` peers in a job from a store,
-        else encoded again and sent; the bytes moved."""
+    def rebuild_block(self, n: int, vstep: int, sound: list[int]) -> int:
+        """Machine ``n``'s corrupt block rebuilt: in a job from a store from ``L`` of the
+        ``sound`` machines (their blocks checked intact), else encoded again and sent; the
+        bytes moved."""
         if not self.cfg.store:
             return self.send_block(n)
-        cl, q = self.cl, self.cl.quarantine
-        ok = [m for m in cl.machines if m != n and m not in q.since and m not in q.lost
-              and m not in cl.links.joined]
+        cl = self.cl
+        ok = [m for m in sound if m != n and m in cl.machines]
         if len(ok) < self.cfg.L:
             raise CannotGoOn(f"machine {n}'s block is corrupt and fewer than L = "
-                             f"{self.cfg.L} sound machines can rebuild it")
+                             f"{self.cfg.L} machines with intact blocks can rebuild it")
         rank_of = {m: cl.links.link[m][1] for m in [n, *ok]}
         return repair_from_peers(cl, n, vstep, ok[: self.cfg.L], rank_of)
 
@@ -404,9 +403,10 @@ class CodedSteps(Steps):
         """No decode passed: every machine that answered checks its block; the corrupt ones
         are caught and rebuilt (True when there was one)."""
         who = sorted({n for _, answers, _ in tried for got in answers.values() for n in got})
-        bad = [n for n, ok in check_blocks(self.cl, who, f.vstep).items() if not ok]
-        for n in bad:
-            f.events += catch(self.cl, self, n, f.t, f.vstep, good=False)
+        verdicts = check_blocks(self.cl, who, f.vstep)
+        bad = [n for n, ok in verdicts.items() if not ok]
+        if bad:
+            f.events += catch(self.cl, self, bad, f.t, f.vstep, verdicts)
         return bool(bad)
 
     def reask(self, f: Flight, w: np.ndarray, extra: int

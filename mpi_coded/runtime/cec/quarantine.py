@@ -50,23 +50,51 @@ def check_blocks(cl: MachinePool, who: list[int], vstep: int) -> dict[int, bool]
     return {n: bool(payload(got[n][0])[0]) for n in who if n in got}
 
 
-def catch(cl: MachinePool, steps: Any, n: int, t: int, vstep: int,
-          good: bool | None = None) -> list[dict[str, Any]]:
-    """Machine ``n`` answered wrong in step ``t``: quarantined, its block checked (unless
-    ``good`` already says) and rebuilt when corrupt; the step's quarantine events."""
-    q, host = cl.quarantine, cl.links.host.get(n, "?")
-    q.caught(n, t)
-    events = [{"machine": n, "host": host, "event": Q.CAUGHT}]
-    if n not in cl.machines:  # died meanwhile
-        return events
+def catch(cl: MachinePool, steps: Any, named: list[int], t: int, vstep: int,
+          known: dict[int, bool] | None = None) -> list[dict[str, Any]]:
+    """Machines ``named`` answered wrong in step ``t``: all quarantined first, their blocks
+    checked at once (``known``: verdicts already had), the corrupt ones rebuilt; in a job
+    from a store every other sound machine's block is checked first and only intact ones
+    are sources (a second corrupt block is caught too, never combined into a repair).
+    The step's quarantine events."""
+    q = cl.quarantine
+    for n in named:
+        q.caught(n, t)
+    events = [_event(cl, n, Q.CAUGHT) for n in named]
+    alive = [n for n in named if n in cl.machines]
     t0 = time.perf_counter()
-    if good is None:
-        good = check_blocks(cl, [n], vstep).get(n, True)
-    entry: dict[str, Any] = {"machine": n, "host": host, "event": q.block_checked(n, good),
-                             "check_s": time.perf_counter() - t0}
+    verdicts = dict(known or {})
+    verdicts.update(check_blocks(cl, [n for n in alive if n not in verdicts], vstep))
+    sound: list[int] = []
+    if cl.cfg.store and not all(verdicts.get(n, True) for n in alive):
+        others = [m for m in cl.machines if m not in q.since and m not in q.lost
+                  and m not in cl.links.joined]
+        theirs = check_blocks(cl, others, vstep)
+        sound = [m for m in others if theirs.get(m, False)]
+        for m in [m for m in others if not theirs.get(m, True)]:  # corrupt, unnamed
+            q.caught(m, t)
+            events.append(_event(cl, m, Q.CAUGHT))
+            alive.append(m)
+            verdicts[m] = False
+    check_s = time.perf_counter() - t0
+    for n in alive:
+        events.append(_verdict(cl, steps, n, t, vstep, verdicts.get(n, True), check_s, sound))
+    return events
+
+
+def _event(cl: MachinePool, n: int, event: str) -> dict[str, Any]:
+    return {"machine": n, "host": cl.links.host.get(n, "?"), "event": event}
+
+
+def _verdict(cl: MachinePool, steps: Any, n: int, t: int, vstep: int, good: bool,
+             check_s: float, sound: list[int]) -> dict[str, Any]:
+    """Machine ``n``'s block verdict as a quarantine event (rebuilt from ``sound`` when
+    corrupt), with its one line."""
+    q, host = cl.quarantine, cl.links.host.get(n, "?")
+    entry = {**_event(cl, n, q.block_checked(n, good)), "check_s": check_s}
     if not good:
         t1 = time.perf_counter()
-        entry["bytes"] = steps.rebuild_block(n, vstep)
+        entry["bytes"] = steps.rebuild_block(n, vstep, sound)
         entry["repair_s"] = time.perf_counter() - t1
         print(f"step {t}: machine {n} ({host}) answered wrong: its block was corrupt; "
               f"rebuilt ({entry['bytes']} bytes in {entry['repair_s']:.3f} s), quarantined "
@@ -77,8 +105,7 @@ def catch(cl: MachinePool, steps: Any, n: int, t: int, vstep: int,
     else:
         warn(f"step {t}: machine {n} ({host}) answered wrong with an intact block; "
              f"quarantined for {q.out_steps} steps, then on probation")
-    events.append(entry)
-    return events
+    return entry
 
 
 def repair_from_peers(cl: MachinePool, n: int, vstep: int, sources: list[int],
