@@ -255,8 +255,9 @@ class ElasticStep(WithLinks, Record):
     wrong_answers: list[dict[str, Any]] = empty_list()
     """Answers found wrong (docs/theory.md A.10): each ``{"machine", "set", "rows",
     "attempt", "found"}`` (``found``: ``spare``, decoded around with the spare answers
-    already sent; ``re-asked``, the product asked again within the step; ``probe``, a
-    machine on probation's answer re-encoded against the verified step)."""
+    already sent; ``re-asked``, the product asked again within the step; ``unused``, a
+    spare answer the step did not decode from, re-encoded against the verified step;
+    ``probe``, a machine on probation's answer, likewise)."""
     quarantined: list[int] = empty_list()
     """Machines left out of this step's plan for answering wrong (A.10)."""
     quarantine: list[dict[str, Any]] = empty_list()

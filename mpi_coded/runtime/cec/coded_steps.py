@@ -218,8 +218,8 @@ class CodedSteps(Steps):
         err = self.verify(f, y, w)
         if not self.field.verified(err):  # a wrong answer: located, decoded around (A.10)
             y, err, waited = self.around(f, w, y, err, waited)
-        elif self.q.probes:
-            self.probe(f)
+        elif self.q.probes or f.att.per_set:
+            self.probe(f, waited)
         self.finish(f)
         self.quarantine(f)
         rec = self.record(f, w, y, cond, waited, err)
@@ -350,15 +350,20 @@ class CodedSteps(Steps):
                 for i in range(len(f.plan.sets))]
         return y2, err2, used
 
-    def probe(self, f: Flight) -> None:
-        """The answers of machines on probation, re-encoded against the verified step (their
-        probe products): a wrong one is named like any other."""
+    def probe(self, f: Flight, waited: list[list[int]]) -> None:
+        """The step verified: the answers it did not decode from (the spare answers that
+        arrived; a machine on probation's: its probe products) re-encoded against it; a
+        wrong one is named like any other (``found``: ``unused`` or ``probe``)."""
         assert f.z is not None
-        answers = {i: {n: y for n, y in got.items() if n in self.q.probes}
-                   for i, got in f.att.answers().items()}
-        f.wrong += locate.wrong_answers(f.plan, answers, f.z, self.g, self.field, f.attempt,
-                                        "probe")
-        f.probed = sorted({n for got in answers.values() for n in got})
+        for found, keep in (("probe", lambda i, n: n in self.q.probes),
+                            ("unused", lambda i, n: n not in self.q.probes and
+                             n not in waited[i])):
+            answers = {i: {n: y for n, y in got.items() if keep(i, n)}
+                       for i, got in f.att.answers().items()}
+            f.wrong += locate.wrong_answers(f.plan, answers, f.z, self.g, self.field,
+                                            f.attempt, found)
+            if found == "probe":
+                f.probed = sorted({n for got in answers.values() for n in got})
 
     def quarantine(self, f: Flight) -> None:
         """The machines named wrong are caught (their blocks checked, rebuilt when
