@@ -220,11 +220,13 @@ def fault_plan(schedule: list[list[int]], seed: int) -> list[int]:
     return chosen
 
 
-def elastic_config(field: str, steps: int, args: argparse.Namespace) -> str:
+def elastic_config(field: str, steps: int, args: argparse.Namespace,
+                   schedule: list[list[int]] | None = None) -> str:
     workload = "power" if field == "float64" else "independent"
     extra = "quarantine_steps = 1\nmercurial_strikes = 1000000\n"
     return toml_config(n=6, L=3, speeds=SEED_SPEEDS, rows=args.size, cols=args.size,
-                       t_row=args.t_row, schedule=elastic_schedule(steps, args.seed), S=1,
+                       t_row=args.t_row, schedule=schedule or elastic_schedule(steps, args.seed),
+                       S=1,
                        field=field, workload=workload, seed=args.seed, extra=extra)
 
 
@@ -257,12 +259,13 @@ def accepted_wrong(steps: list[dict[str, Any]], ref: list[float]) -> list[int]:
 
 
 def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: int,
-              faults: list[str], machines: list[int | None], base: dict[str, Any] | None
-              ) -> dict[str, Any]:
-    """One job of (b)/(c) (``base``: the fault-free run's record, None for it)."""
+              faults: list[str], machines: list[int | None], base: dict[str, Any] | None,
+              schedule: list[list[int]] | None = None) -> dict[str, Any]:
+    """One job of (b)/(c) (``base``: the fault-free run's record, None for it;
+    ``schedule``: another than the config's, a matched run's)."""
     tag = f"{part}_{field.replace('^', '')}"
     cfg = d / f"{tag}.toml"
-    cfg.write_text(elastic_config(field, steps, args))
+    cfg.write_text(elastic_config(field, steps, args, schedule))
     r = job(7, cfg, d / f"{tag}.jsonl", faults, args.timeout)
     ss, summ = r["steps"], r["summary"] or {}
     by_step = {int(s["step"]): s for s in ss}
@@ -309,6 +312,18 @@ def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: i
         "summary_wrong_answers": summ.get("wrong_answers"),
         "steps_repeated": summ.get("steps_repeated"),
         "workload_check": summ.get("workload_check"),
+        "predicted_s_mean": statistics.fmean(float(s["predicted_s"]) for s in ss) if ss
+        else None,
+        "wall_over_predicted": sum(float(s["wall_s"]) for s in ss) /
+        max(1e-12, sum(float(s["predicted_s"]) for s in ss)) if ss else None,
+        "wall_s_mean_found": statistics.fmean(
+            [float(s["wall_s"]) for s in ss if s.get("wrong_answers")] or [0.0]),
+        "wall_s_mean_clean": statistics.fmean(
+            [float(s["wall_s"]) for s in ss if not s.get("wrong_answers")] or [0.0]),
+        # per step: step, wall_s, predicted_s, verify_s, wrong answers, the plan's machines
+        "per_step": [[int(s["step"]), round(float(s["wall_s"]), 6),
+                      round(float(s["predicted_s"]), 6), round(float(s.get("verify_s", 0)), 6),
+                      len(s.get("wrong_answers", [])), list(s["available"])] for s in ss],
     }
     if part == "intermittent":  # every answer corrupted with probability P: per step
         rec["fired_answers"] = sum(len(v) for v in r["fired"].values())
@@ -324,10 +339,11 @@ def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: i
     if base is not None and base.get("wall_s_mean") and rec.get("wall_s_mean"):
         rec["wall_ratio"] = rec["wall_s_mean"] / base["wall_s_mean"]
         rec["wall_ratio_median"] = rec["wall_s_median"] / base["wall_s_median"]
+        rec["predicted_ratio"] = rec["predicted_s_mean"] / base["predicted_s_mean"]
     if r["rc"] != 0 or r["hung"]:
         rec["stderr_tail"] = r["stderr_tail"]
     emit(rec, args.out)
-    say(f"({'b' if part == 'corrupt' else 'c' if part == 'intermittent' else 'a'}) {part} "
+    say(f"({'b' if 'corrupt' in part else 'c' if 'intermittent' in part else '-'}) {part} "
         f"{field}: {len(ss)} steps, verified {rec['verified']}, fired {rec['fired_steps']}, "
         f"located {located}, wrong accepted {len(rec['wrong_accepted'])}, step time "
         f"{1e3 * (rec['wall_s_mean'] or 0):.1f} ms"
@@ -344,12 +360,33 @@ def wrong_answers(d: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
         base = wrong_run(d, args, field, "fault-free", steps, [], [], None)
         recs.append(base)
         faults = [f"corrupt:{m}:answer@{t}" for t, m in enumerate(chosen, 1)]
-        recs.append(wrong_run(d, args, field, "corrupt", steps, faults, list(chosen), base))
+        runs = [wrong_run(d, args, field, "corrupt", steps, faults, list(chosen), base)]
         if field == "float64" or not args.intermittent_float_only:
             m = random.Random(args.seed + 7).choice(ALL)
-            recs.append(wrong_run(d, args, field, "intermittent", steps,
+            runs.append(wrong_run(d, args, field, "intermittent", steps,
                                   [f"corrupt:{m}:answer:{args.p}"], [m] * steps, base))
+        for run in runs:
+            recs.append(run)
+            if args.matched and run["per_step"] and (not args.quick or
+                                                     run["part"] == "corrupt"):
+                recs.append(matched_run(d, args, field, run, base))
     return recs
+
+
+def matched_run(d: Path, args: argparse.Namespace, field: str, run: dict[str, Any],
+                base: dict[str, Any]) -> dict[str, Any]:
+    """No fault, each step on the machines ``run`` planned it on (without the machines it
+    had quarantined): what ``run``'s steps cost beyond planning without them."""
+    sched = [list(p[5]) for p in run["per_step"]]
+    rec = wrong_run(d, args, field, f"{run['part']}-matched", len(sched), [], [], base,
+                    sched)
+    if rec.get("wall_s_mean") and run.get("wall_s_mean"):
+        ratio = run["wall_s_mean"] / rec["wall_s_mean"]
+        rec[f"{run['part']}_over_matched"] = ratio
+        say(f"    {run['part']} {field} over its matched fault-free run: {ratio:.3f}x (the "
+            f"plans without the quarantined machines: {rec.get('wall_ratio', 0):.3f}x the "
+            "fault-free run's)")
+    return rec
 
 
 # -- (d) a stored block corrupted on disk mid-run --------------------------------------------
@@ -433,13 +470,13 @@ def table(check: list[dict[str, Any]], wrong: list[dict[str, Any]],
                     f"{1e3 * (r['verify_s_mean'] or 0):>9.3f} {pct(r['check_fraction']):>7} "
                     f"{r['verified']:>8}")
     rows += ["(b), (c) wrong answers (S = 1, quarantine_steps = 1)",
-             f"  {'run':<13} {'field':<8} {'steps':>5} {'fired':>5} {'located':>7} "
+             f"  {'run':<22} {'field':<8} {'steps':>5} {'fired':>5} {'located':>7} "
              f"{'verified':>8} {'accepted':>8} {'wall ms':>8} {'ratio':>6} {'check':>7} "
              f"{'end check':>9}"]
     for r in wrong:
         wc = r.get("workload_check")
         rows.append(
-            f"  {r['part']:<13} {r['field']:<8} {r['steps']:>5} {r['fired_steps']:>5} "
+            f"  {r['part']:<22} {r['field']:<8} {r['steps']:>5} {r['fired_steps']:>5} "
             f"{r['located']:>7} {r['verified']:>8} {len(r['wrong_accepted']):>8} "
             f"{1e3 * (r['wall_s_mean'] or 0):>8.2f} "
             + (f"{r['wall_ratio']:>6.3f}" if "wall_ratio" in r else f"{'1':>6}")
@@ -472,6 +509,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fields", default="float64,gf2^8")
     ap.add_argument("--intermittent-float-only", dest="intermittent_float_only",
                     action="store_true", help="(c) over float64 only")
+    ap.add_argument("--no-matched", dest="matched", action="store_false",
+                    help="no fault-free run on the faulty runs' plans (their machines)")
     ap.add_argument("--block-runs", dest="block_runs", type=int, default=3)
     ap.add_argument("--block-steps", dest="block_steps", type=int, default=30,
                     help="(d): steps after the 4 with every machine")

@@ -33,7 +33,7 @@ def test_quick_bench_reports_located_verified_and_nothing_accepted(tmp_path: Pat
         assert 0 < c["check_fraction"] < 1 and c["verify_s_mean"] > 0
     # (b), (c): every step verified, the corrupt machine named or its answer not used
     wrong = {w["part"]: w for w in res["wrong"]}
-    assert set(wrong) == {"fault-free", "corrupt", "intermittent"}
+    assert set(wrong) == {"fault-free", "corrupt", "corrupt-matched", "intermittent"}
     for w in wrong.values():
         assert w["field"] == "float64" and w["workload"] == "power" and w["rc"] == 0
         assert w["verified"] == w["steps"] == 6 and w["all_verified"]
@@ -46,6 +46,10 @@ def test_quick_bench_reports_located_verified_and_nothing_accepted(tmp_path: Pat
     assert bad["events"]["caught"] >= bad["located"] and bad["events"]["lost"] == 0
     assert bad["found"] and set(bad["found"]) <= {"spare", "re-asked", "probe"}
     assert bad["wall_ratio"] > 0 and "wall_ratio" in wrong["intermittent"]
+    # the matched run: no fault, each step on the machines the corrupt run planned it on
+    same = wrong["corrupt-matched"]
+    assert [p[5] for p in same["per_step"]] == [p[5] for p in bad["per_step"]]
+    assert same["located"] == 0 and same["corrupt_over_matched"] > 0
     # (d): the block repaired, its machine back, every step verified
     (blk,) = res["block"]
     assert blk["rc"] == 0 and blk["all_verified"] and blk["verified"] == blk["steps"] == 12
