@@ -37,7 +37,8 @@ def test_quick_bench_reports_located_verified_and_nothing_accepted(tmp_path: Pat
     for w in wrong.values():
         assert w["field"] == "float64" and w["workload"] == "power" and w["rc"] == 0
         assert w["verified"] == w["steps"] == 6 and w["all_verified"]
-        assert w["wrong_accepted"] == [] and w["workload_check"]["ok"]
+        assert w["wrong_accepted"] == w["verified_above_rounding"] == []
+        assert w["workload_check"]["ok"] and w["max_error_verified"] < 1e-12
         assert w["named_innocent"] == []
     assert wrong["fault-free"]["located"] == wrong["fault-free"]["wrong_answers_named"] == 0
     bad = wrong["corrupt"]
