@@ -1,6 +1,6 @@
 """Wrong answers (issue 44, item 6): the cost of checking every product, and machines that
 answer well-formed and wrong, located, decoded around and never accepted (docs/theory.md
-A.9).  All numbers are ratios within one run of this script.
+A.10).  All numbers are ratios within one run of this script.
 
 (a) ``check``: no fault; the master's checking seconds over the step time
     (``sum verify_s / sum wall_s``; ``wall_s`` holds a check only when it failed) at the
