@@ -33,7 +33,7 @@ from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.replay import ServerData
 from mpi_coded.coded.shuffle import ShufflePlan, shuffle_plan
 from mpi_coded.errors import ConfigError, NotDecodable
-from mpi_coded.faults import Fault, slow_factor
+from mpi_coded.faults import Answer, Fault, slow_factor
 from mpi_coded.runtime.coded.setup import (
     ENCODE_STATS,
     MAP_STATS,
@@ -49,7 +49,7 @@ from mpi_coded.runtime.coded.setup import (
 from mpi_coded.runtime.coded.transfer import SHUFFLE_MARGIN_S, GroupComms, ShuffleTransfer
 from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.faults import at_phase
+from mpi_coded.runtime.core.faults import answer_rng, at_phase
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.memory import prefault
@@ -146,6 +146,14 @@ class CodedServer:
                 raise P.WireError(f"expected {order[1]}, got phase {h.aux}")
         at_phase(self.faults, self.comm, name, rep)
 
+    def _lie(self, phase: str, rep: int, values: np.ndarray) -> None:
+        """The faults of this server that change an answer (``corrupt:RANK:map`` /
+        ``shuffle``) fire on ``values`` (1-D, a view: the map output, or every payload
+        about to be sent), in place; nothing is built on a healthy server's path."""
+        if any(f.rank == self.rank for f in self.faults):
+            at_phase(self.faults, self.comm, phase, rep, Answer(
+                values, self.setup.field.order, answer_rng(self.rank)), answers_only=True)
+
     def _report(self, kind: P.Kind, rep: int, arr: np.ndarray, aux: int) -> None:
         self.master.send(kind, rep, arr, aux=aux, timeout=self.timeout)
 
@@ -199,6 +207,7 @@ class CodedServer:
         if end is not None and end[0].kind == P.Kind.STOP:
             return None
         stopped = end is not None
+        self._lie("map", rep, mr.out[:mr.rows_done].reshape(-1))
         self._report(P.Kind.MAP_DONE, rep, MAP_STATS.pack(
             compute_s=mr.compute_s, wall_s=time.perf_counter() - t, target_s=mr.target,
             rows_done=mr.rows_done, rows=len(self.rows), stopped=float(stopped),
@@ -233,6 +242,7 @@ class CodedServer:
         transfer = ShuffleTransfer(self.comm, plan, data, self.server, rep, self.groups,
                                    hosts=self.hosts)
         transfer.post()
+        self._lie("shuffle", rep, transfer.outgoing())
         transfer.send()
         transfer.finish(deadline_in(self.timeout))
         shuffle_s = time.perf_counter() - t
