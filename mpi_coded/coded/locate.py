@@ -76,9 +76,9 @@ class WrongOutput:
                 "found": self.found}
 
     def __str__(self) -> str:
-        what = f"{self.message} " if self.message else ""
-        return (f"server {self.server}: {self.phase} {what}(batches "
-                f"{','.join(map(str, self.batches))}, {self.values} wrong values)")
+        what = f"{self.message} " if self.message else "output "
+        return (f"{self.phase} {what}wrong (batches {','.join(map(str, self.batches))}; "
+                f"{self.values} wrong value{'s' if self.values != 1 else ''}; {self.found})")
 
 
 def differs(field_: Field, got: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -109,7 +109,7 @@ def wrong_maps(placement: Placement, field_: Field, expected: Mapping[int, np.nd
         bad = differs(field_, got[s], expected[s])
         if not bad.any():
             continue
-        rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1)) if bad.ndim else []
+        rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))
         batches = sorted({placement.server_batches[s][int(i) // eta] for i in rows})
         out.append(WrongOutput(s, "map", tuple(batches), "", int(bad.sum()), attempt,
                                "map output recomputed by the master"))

@@ -109,15 +109,21 @@ class CodedServer:
         # while the master waits, each with its deadline, for the shuffle (and its
         # margin), the outputs, the reduce and the late map reports
         self.sat_out = 4 * self.timeout + SHUFFLE_MARGIN_S
+        self.kept: tuple[int, MapRun, ShuffleTransfer] | None = None
+        """The last shuffle's map output and transfer (what it received), for an AUDIT."""
 
     def run(self) -> None:
-        """The whole job, until the master's STOP; BYE."""
+        """The whole job, until the master's STOP; BYE.  The master may run a repetition
+        again (its outputs were wrong): its next encode order then carries the same step."""
         self.start()
         wait = self.timeout  # for the master's next order
-        for rep in range(self.job.reps):
-            coded = self.encode(rep, wait)
-            if coded is None:
-                break  # the master stopped early
+        last = -1
+        while True:
+            rep = self.next_order(last, wait)
+            if rep is None:
+                break  # the master's STOP
+            last = rep
+            coded = self.encode(rep)
             mapped = self.map(rep, coded)
             if mapped is None:
                 break  # the master stopped (too few servers left to end the map)
@@ -130,10 +136,36 @@ class CodedServer:
                 continue  # an extra server sends but does not reduce
             if self.reduce(rep, plan, data):
                 wait = self.timeout
-        else:
-            self.phase.set("stop")
-            self.master.recv({P.Kind.STOP}, None, wait, "the master's stop")
         self.stop()
+
+    def next_order(self, last: int, wait: float) -> int | None:
+        """The repetition of the master's next encode order (``last`` again: it is run
+        again; None: STOP), waited for ``wait`` seconds; an AUDIT of the last repetition
+        in between is answered (:meth:`audited`)."""
+        self.phase.set("encode", last + 1)
+        while True:
+            h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP, P.Kind.AUDIT}, None, wait,
+                                    "the master's next phase")
+            if h.kind == P.Kind.STOP:
+                self.phase.set("stop")
+                return None
+            if h.kind == P.Kind.AUDIT:
+                self.audited(h.step)
+                continue
+            if h.aux != ENCODE or h.step not in (last, last + 1) or h.step >= self.job.reps:
+                raise P.WireError(f"expected encode of repetition {last + 1} (or {last} "
+                                  f"again), got phase {h.aux} of repetition {h.step}")
+            return h.step
+
+    def audited(self, rep: int) -> None:
+        """The master found repetition ``rep``'s outputs wrong: send it this finisher's map
+        output (AUDITED aux 0) and the shuffle payloads it received (aux 1), as it kept
+        them (mpi_coded.coded.locate)."""
+        kept = self.kept if self.kept is not None and self.kept[0] == rep else None
+        out = None if kept is None else np.ascontiguousarray(kept[1].out)
+        got = None if kept is None else kept[2].received_values()
+        self._report(P.Kind.AUDITED, rep, out, 0)
+        self._report(P.Kind.AUDITED, rep, got if got is not None and got.size else None, 1)
 
     def _enter(self, name: str, rep: int | None, order: tuple[int, str] | None = None) -> None:
         """Enter phase ``name`` (for error messages): wait for the master's ``order``
@@ -154,7 +186,7 @@ class CodedServer:
             at_phase(self.faults, self.comm, phase, rep, Answer(
                 values, self.setup.field.order, answer_rng(self.rank)), answers_only=True)
 
-    def _report(self, kind: P.Kind, rep: int, arr: np.ndarray, aux: int) -> None:
+    def _report(self, kind: P.Kind, rep: int, arr: np.ndarray | None, aux: int) -> None:
         self.master.send(kind, rep, arr, aux=aux, timeout=self.timeout)
 
     def start(self) -> None:
@@ -175,16 +207,10 @@ class CodedServer:
         self.master.ready(self.timeout)
         self.slow = slow_factor(self.faults, self.rank)
 
-    def encode(self, rep: int, wait: float) -> np.ndarray | None:
-        """This server's coded rows ``C_s = Psi[rows_s] A`` (None: the master said STOP);
-        the master's order is waited for ``wait`` seconds."""
+    def encode(self, rep: int) -> np.ndarray:
+        """This server's coded rows ``C_s = Psi[rows_s] A`` (the order came:
+        :meth:`next_order`)."""
         self.phase.set("encode", rep)
-        h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP}, None, wait,
-                                "the master's next phase")
-        if h.kind == P.Kind.STOP:
-            return None
-        if h.aux != ENCODE or h.step != rep:
-            raise P.WireError(f"expected encode of repetition {rep}, got phase {h.aux}")
         at_phase(self.faults, self.comm, "encode", rep)
         link0 = linkstats.read()
         code = self.setup.code
@@ -246,6 +272,7 @@ class CodedServer:
         transfer.send()
         transfer.finish(deadline_in(self.timeout))
         shuffle_s = time.perf_counter() - t
+        self.kept = (rep, mr, transfer)
         if self.groups is not None:
             made = (self.groups.created - made[0], self.groups.create_s - made[1])
         self._report(P.Kind.DONE, rep, SHUFFLE_STATS.pack(
