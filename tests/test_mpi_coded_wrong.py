@@ -13,7 +13,10 @@ from conftest import run_mpi
 pytestmark = pytest.mark.mpi
 
 K = 6
-SPEEDS = "speeds = [1.0, 4.0, 1.0, 1.0, 1.0, 1.0]\n"  # server 1 (rank 2) always finishes
+SPEEDS = "speeds = [2.0, 8.0, 1.6, 1.3, 1.0, 1.0]\n"
+"""Server 1 (rank 2) finishes first, then 0, 2, 3, each 50 ms or more apart: the same Q in
+every run, so the same plan, and the fault's seeded entry is one a reducer uses (a value
+no reducer uses leaves the outputs right: nothing to find)."""
 
 
 def job(tmp_path, scheme, fault, *extra):
@@ -22,7 +25,7 @@ def job(tmp_path, scheme, fault, *extra):
     out = tmp_path / "coded.jsonl"
     args = ["run", "coded", "--config", str(cfg), "--K", str(K), "--scheme", scheme,
             "--q", "4", "--mu", "1/2", "--rows-per-batch", "4", "--n", "16", "--N", "12",
-            "--field", "float64", "--straggler", "none", "--t-row", "0.002", "--reps", "3",
+            "--field", "float64", "--straggler", "none", "--t-row", "0.01", "--reps", "3",
             "--seed", "3", "--fault", fault, "--out", str(out), *extra]
     if scheme == "bdc":
         args += ["--T", "2"]
@@ -63,3 +66,17 @@ def test_a_scheme_without_spare_servers_is_never_verified_wrong_and_goes_on(tmp_
         assert x["rerun"] == 2 and "without" not in x
     assert summary["all_verified"] is False and summary["reruns"] == 6
     assert "NOT VERIFIED after 3 attempts" in r.stderr
+
+
+def test_a_mercurial_server_is_left_out_of_each_rerun_and_every_line_verifies(tmp_path):
+    """unified: server 1 wrong at every map (P = 1): each repetition it finishes in is run
+    again without it, and every line verifies."""
+    r, runs, summary = job(tmp_path, "unified", "corrupt:2:map:1.0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [x["rep"] for x in runs] == [0, 1, 2]
+    assert all(x["verified"] is True for x in runs)
+    rerun = [x for x in runs if x.get("rerun")]
+    assert rerun and summary["reruns"] == len(rerun)
+    for x in rerun:
+        assert x["rerun"] == 1 and x["without"] == [1]
+        assert [(w["server"], w["phase"]) for w in x["wrong_answers"]] == [(1, "map")]

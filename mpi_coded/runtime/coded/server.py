@@ -109,8 +109,9 @@ class CodedServer:
         # while the master waits, each with its deadline, for the shuffle (and its
         # margin), the outputs, the reduce and the late map reports
         self.sat_out = 4 * self.timeout + SHUFFLE_MARGIN_S
-        self.kept: tuple[int, MapRun, ShuffleTransfer] | None = None
-        """The last shuffle's map output and transfer (what it received), for an AUDIT."""
+        self.kept: tuple[int, np.ndarray, ShuffleTransfer] | None = None
+        """The last shuffle's map output and transfer (what it received), for an AUDIT;
+        dropped at the next encode order."""
 
     def run(self) -> None:
         """The whole job, until the master's STOP; BYE.  The master may run a repetition
@@ -155,6 +156,7 @@ class CodedServer:
             if h.aux != ENCODE or h.step not in (last, last + 1) or h.step >= self.job.reps:
                 raise P.WireError(f"expected encode of repetition {last + 1} (or {last} "
                                   f"again), got phase {h.aux} of repetition {h.step}")
+            self.kept = None  # no AUDIT of an earlier repetition comes after this order
             return h.step
 
     def audited(self, rep: int) -> None:
@@ -162,7 +164,7 @@ class CodedServer:
         output (AUDITED aux 0) and the shuffle payloads it received (aux 1), as it kept
         them (mpi_coded.coded.locate)."""
         kept = self.kept if self.kept is not None and self.kept[0] == rep else None
-        out = None if kept is None else np.ascontiguousarray(kept[1].out)
+        out = None if kept is None else np.ascontiguousarray(kept[1])
         got = None if kept is None else kept[2].received_values()
         self._report(P.Kind.AUDITED, rep, out, 0)
         self._report(P.Kind.AUDITED, rep, got if got is not None and got.size else None, 1)
@@ -185,6 +187,15 @@ class CodedServer:
         if any(f.rank == self.rank for f in self.faults):
             at_phase(self.faults, self.comm, phase, rep, Answer(
                 values, self.setup.field.order, answer_rng(self.rank)), answers_only=True)
+
+    def _lie_sending(self, rep: int, transfer: ShuffleTransfer) -> None:
+        """``corrupt:RANK:shuffle``: one value of the payloads about to be sent changed,
+        never a multicast's padding (:meth:`ShuffleTransfer.carried`)."""
+        if any(f.rank == self.rank for f in self.faults):
+            flat, used = transfer.outgoing(), transfer.carried()
+            values = flat[used]
+            self._lie("shuffle", rep, values)
+            flat[used] = values
 
     def _report(self, kind: P.Kind, rep: int, arr: np.ndarray | None, aux: int) -> None:
         self.master.send(kind, rep, arr, aux=aux, timeout=self.timeout)
@@ -268,11 +279,11 @@ class CodedServer:
         transfer = ShuffleTransfer(self.comm, plan, data, self.server, rep, self.groups,
                                    hosts=self.hosts)
         transfer.post()
-        self._lie("shuffle", rep, transfer.outgoing())
+        self._lie_sending(rep, transfer)
         transfer.send()
         transfer.finish(deadline_in(self.timeout))
         shuffle_s = time.perf_counter() - t
-        self.kept = (rep, mr, transfer)
+        self.kept = (rep, mr.out, transfer)
         if self.groups is not None:
             made = (self.groups.created - made[0], self.groups.create_s - made[1])
         self._report(P.Kind.DONE, rep, SHUFFLE_STATS.pack(

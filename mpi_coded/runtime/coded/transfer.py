@@ -224,6 +224,21 @@ class ShuffleTransfer:
         self._keep.append(flat)
         return flat
 
+    def carried(self) -> np.ndarray:
+        """The positions of :meth:`outgoing`'s buffer that carry a value some receiver
+        keeps: all but a multicast's padding beyond its longest segment (a value changed
+        there is dropped by every receiver)."""
+        mc_send, uc_send = self.plan.sends(self.server)
+        parts, pos = [], 0
+        for i in mc_send:
+            mc = self.plan.multicasts[i]
+            parts.append(pos + np.arange(max((g.size for g in mc.segments), default=0)))
+            pos += mc.length
+        for i in uc_send:
+            parts.append(pos + np.arange(self.plan.unicasts[i].size))
+            pos += self.plan.unicasts[i].size
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
     def received_values(self) -> np.ndarray:
         """The payloads received, concatenated in ``plan.receives`` order (multicasts, then
         unicasts; zeros for one that never arrived)."""
