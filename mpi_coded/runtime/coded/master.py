@@ -200,8 +200,8 @@ class CodedMaster:
         if self.last is not None:
             lost = self.lost + (self.dead_since() if hasattr(self, "peers") else [])
             self.last.provisional(jsonable(lines.summary_line(
-                self.job.reps, self.all_ok, self.totals, lost, self.abandoned).to_dict()),
-                after)
+                self.job.reps, self.all_ok, self.totals, lost, self.abandoned,
+                wrong=self.wrong, reruns=self.reruns).to_dict()), after)
 
     def dead_since(self) -> list[int]:
         """The servers found dead since the last repetition's record."""
