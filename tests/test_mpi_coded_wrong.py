@@ -36,8 +36,10 @@ def job(tmp_path, scheme, fault, *extra):
 
 @pytest.mark.parametrize("scheme", ["unified", "bdc"])
 @pytest.mark.parametrize("phase", ["map", "shuffle"])
-def test_a_wrong_server_is_named_and_its_repetition_run_again_without_it(tmp_path, scheme,
-                                                                         phase):
+def test_a_wrong_server_is_named_and_its_repetition_decoded_without_it(tmp_path, scheme,
+                                                                       phase):
+    """The spare servers' maps resume where the map end stopped them, and the repetition
+    decodes without the wrong server (no encode)."""
     r, runs, summary = job(tmp_path, scheme, f"corrupt:2:{phase}@2")
     assert r.returncode == 0, r.stdout + r.stderr
     assert [x["rep"] for x in runs] == [0, 1, 2]
@@ -47,6 +49,7 @@ def test_a_wrong_server_is_named_and_its_repetition_run_again_without_it(tmp_pat
     assert wrong[0]["batches"] and wrong[0]["values"] == 1
     assert (phase == "map") == (wrong[0]["message"] == "")
     assert runs[2]["rerun"] == 1 and runs[2]["without"] == [1]
+    assert runs[2]["resumed"] is True and runs[2]["encode_s"] < 1e-3  # no encode: resumed
     assert 1 not in runs[2]["Q"] + runs[2]["extra"]
     assert all("wrong_answers" not in x and "rerun" not in x for x in runs[:2])
     assert summary["all_verified"] is True
@@ -63,7 +66,7 @@ def test_a_scheme_without_spare_servers_is_never_verified_wrong_and_goes_on(tmp_
     for x in runs:
         assert x["verified"] is False
         assert [w["server"] for w in x["wrong_answers"]] == [1, 1, 1]
-        assert x["rerun"] == 2 and "without" not in x
+        assert x["rerun"] == 2 and "without" not in x and "resumed" not in x
     assert summary["all_verified"] is False and summary["reruns"] == 6
     assert "NOT VERIFIED after 3 attempts" in r.stderr
 
@@ -78,5 +81,5 @@ def test_a_mercurial_server_is_left_out_of_each_rerun_and_every_line_verifies(tm
     rerun = [x for x in runs if x.get("rerun")]
     assert rerun and summary["reruns"] == len(rerun)
     for x in rerun:
-        assert x["rerun"] == 1 and x["without"] == [1]
+        assert x["rerun"] == 1 and x["without"] == [1] and x["resumed"] is True
         assert [(w["server"], w["phase"]) for w in x["wrong_answers"]] == [(1, "map")]

@@ -57,7 +57,7 @@ CODED_RUN = CodedRun(
     wrong_answers=[{"server": 1, "phase": "shuffle", "batches": [0, 7],
                     "message": "multicast 4", "values": 1, "attempt": 0,
                     "found": "payload as received by server 0,5"}],
-    rerun=1, without=[1], rerun_s=0.25,
+    rerun=1, without=[1], rerun_s=0.25, resumed=True,
     hosts={"0": "node-7", **{str(r): f"node-{r % 3}" for r in range(1, 7)}},
     link=results.LinkBytes(
         link_bytes={"shuffle": {"node-0": [5120, 4096], "node-1": None}},

@@ -185,6 +185,10 @@ class CodedRun(WithLinks, CodedRecord):
     absent: none."""
     rerun_s: float | None = optional()
     """Seconds of the earlier, wrong attempts (encode to the located wrong answers)."""
+    resumed: bool | None = optional()
+    """True: this attempt decoded without :attr:`without` from the spare servers, every
+    server's map of the earlier attempt resumed where it stopped (no encode, the rows
+    mapped kept); absent: encoded and mapped anew."""
     link: LinkBytes | None = part(LinkBytes)
     """Phases ``encode``, ``map``, ``shuffle``, ``reduce`` (the reducers' outputs to the
     master travel in the reduce)."""

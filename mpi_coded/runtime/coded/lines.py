@@ -79,6 +79,9 @@ class Repetition:
     """The wrong map outputs and payloads found in this repetition so far."""
     rerun_s: float = 0.0
     """Seconds of the earlier attempts."""
+    resumed: bool = False
+    """No encode: every server's map of the earlier attempt resumed where it stopped, and
+    the outputs decoded from the servers but :attr:`without` (the spare finishers)."""
 
     def mark(self) -> float:
         """Read the clock (and the link counters) at the end of a phase; its seconds."""
@@ -167,7 +170,8 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         lost=r.lost, lost_at={str(s): t for s, t in sorted(r.lost_at.items())},
         hosts=hosts, link=link_part(job, field_name, r, plan, hosts),
         wrong_answers=[w.to_dict() for w in r.wrong] or None, rerun=r.attempt or None,
-        without=r.without or None, rerun_s=r.rerun_s if r.attempt else None)
+        without=r.without or None, rerun_s=r.rerun_s if r.attempt else None,
+        resumed=r.resumed or None)
 
 
 def unreported(plan: ShufflePlan, r: Repetition, field_name: str) -> Stats:

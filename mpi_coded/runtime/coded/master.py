@@ -178,13 +178,16 @@ class CodedMaster:
     def again(self, r: Repetition) -> Repetition:
         """The next attempt of ``r``'s repetition: without the servers named wrong so far
         when the servers left can end the map (a wrong server is then a non-finisher, as a
-        straggler is), else with every server (a mercurial one may be right this time)."""
+        straggler is), decoded from the spare servers: no encode, every server's map
+        resumed where it stopped (the finishers' outputs, checked right, are kept); else
+        run again whole with every server (a mercurial one may be right this time)."""
         named = sorted({w.server for w in r.wrong})
         rest = [s for s in self.alive() if s not in named]
         without = named if named and map_phase_done(self.setup.placement, rest) else []
         self.reruns += 1
         return Repetition(r.rep, attempt=r.attempt + 1, without=without, wrong=list(r.wrong),
-                          rerun_s=r.rerun_s + time.perf_counter() - r.t[0])
+                          rerun_s=r.rerun_s + time.perf_counter() - r.t[0],
+                          resumed=bool(without))
 
     def end_early(self, why: str) -> None:
         """The summary of a job that ends before its last repetition, saying ``why``."""
@@ -241,9 +244,15 @@ class CodedMaster:
               f"{'shuffle_s':>9} {'reduce_s':>9} {'load':>8} {'ok':>3}", flush=True)
 
     def encode(self, r: Repetition) -> None:
-        """Every server encodes its stored coded rows."""
+        """Every server encodes its stored coded rows (not in a resumed attempt: they hold
+        them, :meth:`again`)."""
         self.phase.set("encode", r.rep)
         r.mark()
+        if r.resumed:
+            r.mark()
+            progress(r.rep, "encode", 0.0, "none: the map is resumed without "
+                     + ",".join(map(str, r.without)))
+            return
         alive = self.alive()
         self.order(alive, P.Kind.PHASE, r.rep, ENCODE)
         enc = self.collect(alive, P.Kind.DONE, r.rep, "encode", aux=ENCODE)

@@ -70,12 +70,14 @@ class MapRun:
         self.rows_done = 0
 
     def run(self, inbox: Inbox, deadline: float) -> Msg | None:
-        """Map chunk by chunk; return the master's MAP_END (or STOP) if it came first."""
+        """Map chunk by chunk from the first row not done (a resumed map: the rows left);
+        return the master's MAP_END (or STOP) if it came first."""
         job, field = self.setup.job, self.setup.field
         rows = self.coded.shape[0]
         cuts = map_chunk_cuts(rows, job.chunks)
         t0 = time.perf_counter()
-        for c in range(job.chunks):
+        c0 = int(np.searchsorted(cuts, self.rows_done))  # resumed: from the rows not done
+        for c in range(min(c0, job.chunks), job.chunks):
             a, b = int(cuts[c]), int(cuts[c + 1])
             t = time.perf_counter()
             if b > a:
@@ -90,7 +92,7 @@ class MapRun:
                     got.append(msg)
                 return bool(got)
 
-            if sleep_until(t0 + self.target * (c + 1) / job.chunks, stop_order):
+            if sleep_until(t0 + self.target * (c + 1 - c0) / job.chunks, stop_order):
                 return got[0]
         return None
 
@@ -109,40 +111,47 @@ class CodedServer:
         # while the master waits, each with its deadline, for the shuffle (and its
         # margin), the outputs, the reduce and the late map reports
         self.sat_out = 4 * self.timeout + SHUFFLE_MARGIN_S
+        self.mapped: tuple[int, MapRun] | None = None
+        """The last repetition's map (its coded rows with it), for a resumed map
+        (:meth:`next_order`); dropped at the next encode order."""
         self.kept: tuple[int, np.ndarray, ShuffleTransfer] | None = None
         """The last shuffle's map output and transfer (what it received), for an AUDIT;
         dropped at the next encode order."""
 
     def run(self) -> None:
         """The whole job, until the master's STOP; BYE.  The master may run a repetition
-        again (its outputs were wrong): its next encode order then carries the same step."""
+        again (its outputs were wrong): its next order is then the encode of the same
+        repetition, or its map, resumed (:meth:`next_order`)."""
         self.start()
         wait = self.timeout  # for the master's next order
         last = -1
         while True:
-            rep = self.next_order(last, wait)
-            if rep is None:
+            order = self.next_order(last, wait)
+            if order is None:
                 break  # the master's STOP
-            last = rep
-            coded = self.encode(rep)
-            mapped = self.map(rep, coded)
+            last, resumed = order
+            coded = resumed.coded if resumed is not None else self.encode(last)
+            mapped = self.map(last, coded, resumed)
             if mapped is None:
                 break  # the master stopped (too few servers left to end the map)
             mr, end = mapped
+            self.mapped = (last, mr)
             wait = self.sat_out
             if self.server not in end.finishers:
                 continue  # not needed: stopped (or finished too late); wait for the next phase
-            plan, data = self.shuffle(rep, mr, end)
+            plan, data = self.shuffle(last, mr, end)
             if self.server not in end.Q:
                 continue  # an extra server sends but does not reduce
-            if self.reduce(rep, plan, data):
+            if self.reduce(last, plan, data):
                 wait = self.timeout
         self.stop()
 
-    def next_order(self, last: int, wait: float) -> int | None:
-        """The repetition of the master's next encode order (``last`` again: it is run
-        again; None: STOP), waited for ``wait`` seconds; an AUDIT of the last repetition
-        in between is answered (:meth:`audited`)."""
+    def next_order(self, last: int, wait: float) -> tuple[int, MapRun | None] | None:
+        """The master's next order, waited for ``wait`` seconds: the encode of repetition
+        ``last + 1`` (or ``last`` again: it is run again), as ``(rep, None)``; the map of
+        ``last`` resumed (its outputs were wrong, and the servers left decode without the
+        wrong one: every server completes its map), as ``(last, its MapRun)``; None: STOP.
+        An AUDIT of ``last`` in between is answered (:meth:`audited`)."""
         self.phase.set("encode", last + 1)
         while True:
             h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP, P.Kind.AUDIT}, None, wait,
@@ -153,11 +162,15 @@ class CodedServer:
             if h.kind == P.Kind.AUDIT:
                 self.audited(h.step)
                 continue
+            self.kept = None  # no AUDIT of an earlier repetition comes after this order
+            if h.aux == MAP and h.step == last and self.mapped is not None \
+                    and self.mapped[0] == last:
+                return last, self.mapped[1]
+            self.mapped = None
             if h.aux != ENCODE or h.step not in (last, last + 1) or h.step >= self.job.reps:
                 raise P.WireError(f"expected encode of repetition {last + 1} (or {last} "
                                   f"again), got phase {h.aux} of repetition {h.step}")
-            self.kept = None  # no AUDIT of an earlier repetition comes after this order
-            return h.step
+            return h.step, None
 
     def audited(self, rep: int) -> None:
         """The master found repetition ``rep``'s outputs wrong: send it this finisher's map
@@ -233,18 +246,24 @@ class CodedServer:
             ENCODE)
         return coded
 
-    def map(self, rep: int, coded: np.ndarray) -> tuple[MapRun, MapEnd] | None:
-        """Map under the throttle until done or told to stop; the master's map end (None:
-        the master said STOP instead, too few servers left to end the map)."""
-        self._enter("map", rep, (MAP, "the map order"))
+    def map(self, rep: int, coded: np.ndarray, resumed: MapRun | None = None
+            ) -> tuple[MapRun, MapEnd] | None:
+        """Map under the throttle until done or told to stop (``resumed``: the rows it
+        had not done); the master's map end (None: the master said STOP instead, too few
+        servers left to end the map)."""
+        if resumed is None:
+            self._enter("map", rep, (MAP, "the map order"))
+        else:  # the order came (next_order); its faults at the entry fired the first time
+            self.phase.set("map", rep)
         link0 = linkstats.read()
-        mr = MapRun(self.setup, self.server, coded, rep, self.slow)
+        mr = resumed or MapRun(self.setup, self.server, coded, rep, self.slow)
+        done0 = mr.rows_done
         t = time.perf_counter()
         end = mr.run(self.master.inbox, deadline_in(self.timeout))
         if end is not None and end[0].kind == P.Kind.STOP:
             return None
         stopped = end is not None
-        self._lie("map", rep, mr.out[:mr.rows_done].reshape(-1))
+        self._lie("map", rep, mr.out[done0:mr.rows_done].reshape(-1))
         self._report(P.Kind.MAP_DONE, rep, MAP_STATS.pack(
             compute_s=mr.compute_s, wall_s=time.perf_counter() - t, target_s=mr.target,
             rows_done=mr.rows_done, rows=len(self.rows), stopped=float(stopped),
