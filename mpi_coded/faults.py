@@ -13,6 +13,11 @@ Built-in modes (repeatable on ``mpi-coded run``)::
                                       set) has one entry changed, well-formed and wrong:
                                       at STEP (or its first answer), or with probability P
                                       at every answer (a mercurial machine)
+    corrupt:RANK:map[@STEP][:P]       coded job: one entry of the server's map output (its
+                                      computed coded-row products) changed, at repetition
+                                      STEP or with probability P at every repetition
+    corrupt:RANK:shuffle[@STEP][:P]   coded job: one entry of one multicast or unicast
+                                      payload the server sends changed
     lie:RANK[:STEP]                   elastic job: from step STEP (default 1) on, the rank
                                       answers for a wrong ``w`` (one entry changed): every
                                       answer a consistent product of the wrong vector
@@ -30,7 +35,10 @@ check them against the job (:meth:`FaultMode.check`), and acts through up to thr
 hooks: :meth:`FaultMode.fire` when the rank enters the fault's phase (given a
 :class:`FaultContext`: the rank, its host, where it is, and the runtime's
 ``send_garbled``; in the ``answer`` phase also the :class:`Answer` about to be sent, which
-a lying mode changes in place), :meth:`FaultMode.time_factor` (its throttled work takes
+a lying mode changes in place; in the coded job's ``map`` and ``shuffle`` phases the
+:class:`Answer` is the server's map output or the payloads it is about to send, given in a
+second call after the phase's work, to the modes that :attr:`FaultMode.needs_answer`
+only), :meth:`FaultMode.time_factor` (its throttled work takes
 longer) and :meth:`FaultMode.speed_factor` (its speed from a step on).  A mode whose
 :meth:`FaultMode.active` holds at more than one answer (:meth:`FaultMode.repeats`) fires
 each time.  The runtime asks the mode, never its name.
@@ -161,6 +169,10 @@ class FaultMode:
     usage = ""
     summary = ""
     jobs: tuple[str, ...] = ("cec", "coded")
+    needs_answer = False
+    """The mode acts on an :class:`Answer`: it fires only where the runtime passes one (the
+    elastic ``answer`` phase; the coded ``map`` and ``shuffle`` phases after their work),
+    never at a phase's entry without one."""
 
     def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
         """The fault of ``spec``, whose fields after ``KIND:RANK`` are ``fields`` (default:
@@ -269,16 +281,26 @@ class Drift(FaultMode):
         return fault.factor if fault.step is not None and fault.step <= step else 1.0
 
 
+CORRUPT_PHASES = {"cec": ("answer",), "coded": ("map", "shuffle")}
+"""The phases ``corrupt`` acts in, by job: the elastic machine's answer; the coded
+server's map output and the shuffle payloads it sends."""
+
+
 class Corrupt(FaultMode):
-    name, usage = "corrupt", "corrupt:RANK:answer[@STEP][:P]"
-    summary = "the rank's answer has one entry changed (at STEP, or with probability P)"
-    jobs = ("cec",)
+    name, usage = "corrupt", "corrupt:RANK:PHASE[@STEP][:P]"
+    summary = ("one entry of the rank's answer (elastic: PHASE answer) or of its map output "
+               "or a shuffle payload it sends (coded: PHASE map or shuffle) changed, at "
+               "STEP or with probability P")
+    jobs = ("cec", "coded")
+    needs_answer = True
 
     def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
         require(len(fields) in (1, 2), ARG, f"must look like {self.usage}", spec)
         phase, step = phase_at(fields[0], job, spec)
-        require(phase == "answer", ARG, "corrupt PHASE must be answer (the machine's "
-                "computed product)", spec)
+        require(phase in CORRUPT_PHASES[job], ARG, f"corrupt PHASE must be "
+                f"{' or '.join(CORRUPT_PHASES[job])} for the {job} job (the "
+                + ("machine's computed product)" if job == "cec" else
+                   "server's map output or its shuffle payloads)"), spec)
         p = number(fields[1], "P", spec) if len(fields) == 2 else None
         require(p is None or 0 < p <= 1, ARG, "corrupt P must be in (0, 1]", spec)
         return Fault(self.name, rank, phase, step, p=p)
@@ -293,13 +315,15 @@ class Corrupt(FaultMode):
         if fault.p is not None and ans.rng.random() >= fault.p:
             return
         i = corrupt_entry(ans)
-        say(ctx, f"corrupts entry {i} of its answer")
+        say(ctx, f"corrupts entry {i} of its " + ("answer" if fault.phase == "answer" else
+                                                 f"{fault.phase} output"))
 
 
 class Lie(FaultMode):
     name, usage = "lie", "lie:RANK[:STEP]"
     summary = "from step STEP on the rank answers for a wrong w (consistently)"
     jobs = ("cec",)
+    needs_answer = True
 
     def __init__(self) -> None:
         self.said: set[Fault] = set()  # one stderr line per fault

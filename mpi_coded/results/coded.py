@@ -171,6 +171,24 @@ class CodedRun(WithLinks, CodedRecord):
     """Each of :attr:`lost` -> the Unix time the master knew it dead."""
     hosts: dict[str, str] | None = optional()
     """Rank -> the host it ran on (from the READY handshake)."""
+    wrong_answers: list[dict[str, Any]] | None = optional()
+    """The wrong map outputs and shuffle payloads found in this repetition's earlier
+    attempts (and in this one, when it is not verified), each ``{server, phase ("map" or
+    "shuffle"), batches, message ("multicast I" / "unicast I"; "" for a map output),
+    values (how many were wrong), attempt, found}`` (:mod:`mpi_coded.coded.locate`);
+    absent when every attempt's outputs were right."""
+    rerun: int | None = optional()
+    """Attempts of this repetition before this one whose decoded outputs were wrong (each
+    located and run again; docs/coded.md "A server that answers wrong"); absent: none."""
+    without: list[int] | None = optional()
+    """Servers this attempt's map end left out (named wrong in an earlier attempt);
+    absent: none."""
+    rerun_s: float | None = optional()
+    """Seconds of the earlier, wrong attempts (encode to the located wrong answers)."""
+    resumed: bool | None = optional()
+    """True: this attempt decoded without :attr:`without` from the spare servers, every
+    server's map of the earlier attempt resumed where it stopped (no encode, the rows
+    mapped kept); absent: encoded and mapped anew."""
     link: LinkBytes | None = part(LinkBytes)
     """Phases ``encode``, ``map``, ``shuffle``, ``reduce`` (the reducers' outputs to the
     master travel in the reduce)."""
@@ -242,3 +260,7 @@ class CodedSummary(Record):
     ended_early: str | None = None
     """Why the job ended before its last repetition (too few servers left to end the map,
     ``fault_tolerance = "ulfm"``); ``all_verified`` is then false."""
+    wrong_answers: int | None = optional()
+    """Wrong map outputs and shuffle payloads named over the job (absent: none)."""
+    reruns: int | None = optional()
+    """Attempts run again because their outputs were wrong (absent: none)."""

@@ -25,6 +25,7 @@ from mpi_coded.analysis.network import (
 )
 from mpi_coded.coded.code import algorithm_names
 from mpi_coded.coded.job import CodedJob
+from mpi_coded.coded.locate import WrongOutput
 from mpi_coded.coded.mapend import MapEnd
 from mpi_coded.coded.shuffle import ShufflePlan
 from mpi_coded.results import (
@@ -70,6 +71,17 @@ class Repetition:
     """(phase, why): a finisher's death ended the repetition there (no outputs)."""
     link: list[Counters | None] = field(default_factory=list)
     """The master's link counters at each :attr:`t` (:mod:`~mpi_coded.runtime.core.linkstats`)."""
+    attempt: int = 0
+    """0, or how many earlier attempts of this repetition decoded wrong outputs."""
+    without: list[int] = field(default_factory=list)
+    """Servers this attempt's map end leaves out (named wrong in an earlier attempt)."""
+    wrong: list[WrongOutput] = field(default_factory=list)
+    """The wrong map outputs and payloads found in this repetition so far."""
+    rerun_s: float = 0.0
+    """Seconds of the earlier attempts."""
+    resumed: bool = False
+    """No encode: every server's map of the earlier attempt resumed where it stopped, and
+    the outputs decoded from the servers but :attr:`without` (the spare finishers)."""
 
     def mark(self) -> float:
         """Read the clock (and the link counters) at the end of a phase; its seconds."""
@@ -156,7 +168,10 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         server_groups_created=by_server(shs, "groups_created", int),
         server_decode_s=by_server(r.reduce, "decode_s"), unresponsive=r.unresponsive,
         lost=r.lost, lost_at={str(s): t for s, t in sorted(r.lost_at.items())},
-        hosts=hosts, link=link_part(job, field_name, r, plan, hosts))
+        hosts=hosts, link=link_part(job, field_name, r, plan, hosts),
+        wrong_answers=[w.to_dict() for w in r.wrong] or None, rerun=r.attempt or None,
+        without=r.without or None, rerun_s=r.rerun_s if r.attempt else None,
+        resumed=r.resumed or None)
 
 
 def unreported(plan: ShufflePlan, r: Repetition, field_name: str) -> Stats:
@@ -267,11 +282,14 @@ def _names(mask: float) -> str:
 def summary_line(reps: int, all_ok: bool, totals: list[float],
                  lost: list[int] | None = None,
                  abandoned: list[int] | None = None,
-                 ended_early: str | None = None) -> CodedSummary:
+                 ended_early: str | None = None, wrong: int = 0,
+                 reruns: int = 0) -> CodedSummary:
     """The last line of a job (``totals``: every decoded repetition's ``total_s``; ``lost``:
     the servers found dead; ``abandoned``: the repetitions a death ended; ``ended_early``:
-    why it ended before its last repetition)."""
+    why it ended before its last repetition; ``wrong``: the wrong outputs named;
+    ``reruns``: the attempts run again)."""
     return CodedSummary(reps=reps, all_verified=all_ok and not ended_early,
                         mean_total_s=float(np.mean(totals)) if totals else 0.0,
                         lost=list(lost or []), abandoned=list(abandoned or []),
-                        ended_early=ended_early)
+                        ended_early=ended_early, wrong_answers=wrong or None,
+                        reruns=reruns or None)

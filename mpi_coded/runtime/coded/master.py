@@ -24,10 +24,11 @@ from collections.abc import Iterable
 from mpi4py import MPI
 
 from mpi_coded.coded.job import CodedJob
+from mpi_coded.coded.locate import WrongOutput, locate
 from mpi_coded.coded.mapend import map_end, map_phase_done
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.placement import rank_of
-from mpi_coded.coded.shuffle import settled_end, shuffle_plan
+from mpi_coded.coded.shuffle import ShufflePlan, settled_end, shuffle_plan
 from mpi_coded.results import LastWord, ResultsWriter, jsonable
 from mpi_coded.runtime.coded import lines
 from mpi_coded.runtime.coded.lines import Repetition
@@ -51,6 +52,11 @@ from mpi_coded.runtime.core.memory import prefault
 from mpi_coded.runtime.core.peers import Peers, world_hosts
 from mpi_coded.runtime.core.run import run_info
 from mpi_coded.runtime.core.wait import DeadlineExceeded, deadline_in, wait_all
+
+MAX_ATTEMPTS = 3
+"""Attempts of a repetition whose decoded outputs are wrong: the first and two re-runs
+(docs/coded.md "A server that answers wrong"); the last one's line is written verified
+or not."""
 
 
 def progress(rep: int, phase: str, seconds: float, what: str) -> None:
@@ -76,6 +82,8 @@ class CodedMaster:
         self.totals: list[float] = []  # every repetition's total_s
         self.lost: list[int] = []  # servers found dead, in order
         self.abandoned: list[int] = []  # repetitions a finisher's death ended
+        self.wrong = 0  # wrong map outputs and payloads named
+        self.reruns = 0  # attempts run again (their outputs were wrong)
 
     # ---------------------------------------------------------------- talking to servers
 
@@ -130,24 +138,9 @@ class CodedMaster:
         rep = 0
         try:
             for rep in range(self.job.reps):
-                r = Repetition(rep)
-                try:
-                    self.encode(r)
-                    self.map(r)
-                except TooFewLeft as exc:  # the results say so, then the job ends
-                    self.end_early(str(exc))
-                    # the servers left stop by themselves and this rank ends with status
-                    # 1: no MPI_Abort, which after deaths once made mpiexec's status 0
-                    self.order(self.alive(), P.Kind.STOP, rep, 0)
-                    self.soft_collect(self.alive(), P.Kind.BYE, self.job.reps,
-                                      self.job.timeout_s)
-                    print(f"mpi-coded: error: rank 0 ({socket.gethostname()}) in phase "
-                          f"{self.phase}: {exc}", file=sys.stderr, flush=True)
-                    return 1
-                self.shuffle(r)
-                if r.abandoned is None:
-                    self.reduce(r)
-                self.record(r)
+                status = self.repetition(rep)
+                if status is not None:
+                    return status
         except Terminated as exc:  # the launcher ends the job (Open MPI: a host lost)
             if ulfm.enabled():
                 self.peers.detect()
@@ -157,11 +150,50 @@ class CodedMaster:
             raise Terminated(why) from None
         return self.stop()
 
+    def repetition(self, rep: int) -> int | None:
+        """Repetition ``rep``, run again (up to :data:`MAX_ATTEMPTS` in all) while its
+        outputs are wrong; an exit status when the job ends here (too few servers)."""
+        r = Repetition(rep)
+        while True:
+            try:
+                self.encode(r)
+                self.map(r)
+            except TooFewLeft as exc:  # the results say so, then the job ends
+                self.end_early(str(exc))
+                # the servers left stop by themselves and this rank ends with status
+                # 1: no MPI_Abort, which after deaths once made mpiexec's status 0
+                self.order(self.alive(), P.Kind.STOP, rep, 0)
+                self.soft_collect(self.alive(), P.Kind.BYE, self.job.reps,
+                                  self.job.timeout_s)
+                print(f"mpi-coded: error: rank 0 ({socket.gethostname()}) in phase "
+                      f"{self.phase}: {exc}", file=sys.stderr, flush=True)
+                return 1
+            self.shuffle(r)
+            if r.abandoned is None:
+                self.reduce(r)
+            if self.record(r):
+                return None
+            r = self.again(r)
+
+    def again(self, r: Repetition) -> Repetition:
+        """The next attempt of ``r``'s repetition: without the servers named wrong so far
+        when the servers left can end the map (a wrong server is then a non-finisher, as a
+        straggler is), decoded from the spare servers: no encode, every server's map
+        resumed where it stopped (the finishers' outputs, checked right, are kept); else
+        run again whole with every server (a mercurial one may be right this time)."""
+        named = sorted({w.server for w in r.wrong})
+        rest = [s for s in self.alive() if s not in named]
+        without = named if named and map_phase_done(self.setup.placement, rest) else []
+        self.reruns += 1
+        return Repetition(r.rep, attempt=r.attempt + 1, without=without, wrong=list(r.wrong),
+                          rerun_s=r.rerun_s + time.perf_counter() - r.t[0],
+                          resumed=bool(without))
+
     def end_early(self, why: str) -> None:
         """The summary of a job that ends before its last repetition, saying ``why``."""
         self.writer.write(lines.summary_line(
             self.job.reps, False, self.totals, self.lost + self.dead_since(), self.abandoned,
-            ended_early=why))
+            ended_early=why, wrong=self.wrong, reruns=self.reruns))
         self.writer.close()
         if self.last is not None:
             self.last.done()
@@ -171,8 +203,8 @@ class CodedMaster:
         if self.last is not None:
             lost = self.lost + (self.dead_since() if hasattr(self, "peers") else [])
             self.last.provisional(jsonable(lines.summary_line(
-                self.job.reps, self.all_ok, self.totals, lost, self.abandoned).to_dict()),
-                after)
+                self.job.reps, self.all_ok, self.totals, lost, self.abandoned,
+                wrong=self.wrong, reruns=self.reruns).to_dict()), after)
 
     def dead_since(self) -> list[int]:
         """The servers found dead since the last repetition's record."""
@@ -212,9 +244,15 @@ class CodedMaster:
               f"{'shuffle_s':>9} {'reduce_s':>9} {'load':>8} {'ok':>3}", flush=True)
 
     def encode(self, r: Repetition) -> None:
-        """Every server encodes its stored coded rows."""
+        """Every server encodes its stored coded rows (not in a resumed attempt: they hold
+        them, :meth:`again`)."""
         self.phase.set("encode", r.rep)
         r.mark()
+        if r.resumed:
+            r.mark()
+            progress(r.rep, "encode", 0.0, "none: the map is resumed without "
+                     + ",".join(map(str, r.without)))
+            return
         alive = self.alive()
         self.order(alive, P.Kind.PHASE, r.rep, ENCODE)
         enc = self.collect(alive, P.Kind.DONE, r.rep, "encode", aux=ENCODE)
@@ -227,8 +265,9 @@ class CodedMaster:
         self.phase.set("map", r.rep)
         self.order(self.alive(), P.Kind.PHASE, r.rep, MAP)
 
-        def finished(done: Iterable[int]) -> list[int]:  # a server dead since is no finisher
-            return [x - 1 for x in done if x not in self.peers.lost]
+        def finished(done: Iterable[int]) -> list[int]:  # a server dead since is no finisher,
+            return [x - 1 for x in done  # nor one named wrong in an earlier attempt
+                    if x not in self.peers.lost and x - 1 not in r.without]
 
         try:
             got, _ = self.peers.collect(
@@ -323,9 +362,14 @@ class CodedMaster:
                  f"{self.verifier.method}: {'ok' if ok else 'WRONG'}")
         return ok, err
 
-    def record(self, r: Repetition) -> None:
-        """The late map reports, verification, the repetition's line and table row."""
+    def record(self, r: Repetition) -> bool:
+        """The late map reports, verification, the repetition's line and table row; False
+        (and no line) when its outputs are wrong and it is to run again (:meth:`wrong_outputs`)."""
         self.late_maps(r)
+        plan = shuffle_plan(self.setup.placement, r.end) if r.abandoned is None else None
+        ok, err = self.verify(r) if plan is not None else (False, 0.0)
+        if plan is not None and not ok and self.wrong_outputs(r, plan):
+            return False
         r.lost = self.dead_since()
         r.lost_at = {s: self.peers.lost[rank_of(s)] for s in r.lost}
         self.lost += r.lost
@@ -333,7 +377,8 @@ class CodedMaster:
             print(f"mpi-coded: warning: rep {r.rep}: {self.peers.name([rank_of(s)])} died: "
                   "lost, the job goes on without it", file=sys.stderr, flush=True)
         hosts = {"0": socket.gethostname(), **{str(k): v for k, v in self.peers.host.items()}}
-        if r.abandoned is not None:
+        if plan is None:
+            assert r.abandoned is not None
             phase, why = r.abandoned
             self.abandoned.append(r.rep)
             print(f"mpi-coded: warning: rep {r.rep}: {why}: the repetition ends without its "
@@ -342,9 +387,7 @@ class CodedMaster:
             self.provisional(f"after repetition {r.rep}")
             print(f"{r.rep:>3} {','.join(map(str, r.end.Q)):<20} "
                   f"{','.join(map(str, r.end.extra)):<8} abandoned in the {phase}", flush=True)
-            return
-        plan = shuffle_plan(self.setup.placement, r.end)
-        ok, err = self.verify(r)
+            return True
         line = lines.repetition_line(self.job, self.setup.field.name, r, plan,
                                      self.verifier.method, ok, err, hosts)
         if line.load_check is not None:
@@ -360,6 +403,47 @@ class CodedMaster:
               f"{line.encode_s:>9.4f} {line.map_s:>8.4f} {line.shuffle_s:>9.4f} "
               f"{line.reduce_s:>9.4f} {line.load_measured:>8.4f} "
               f"{'yes' if ok else 'NO':>3}", flush=True)
+        return True
+
+    def wrong_outputs(self, r: Repetition, plan: ShufflePlan) -> bool:
+        """``r``'s decoded outputs are wrong: name the servers whose map output or shuffle
+        payload made them (:meth:`audit`), added to ``r.wrong``; whether the repetition
+        runs again (fewer than :data:`MAX_ATTEMPTS` attempts so far)."""
+        t = time.perf_counter()
+        found = self.audit(r, plan)
+        r.wrong += found
+        self.wrong += len(found)
+        again = r.attempt + 1 < MAX_ATTEMPTS
+        named = "; ".join(f"{self.peers.name([rank_of(w.server)])}: {w}" for w in found)
+        progress(r.rep, "locate", time.perf_counter() - t, named or "nothing found")
+        print(f"mpi-coded: warning: rep {r.rep} (attempt {r.attempt + 1}): decoded outputs "
+              f"wrong: {named or 'no wrong map output or payload found (unlocated)'}; "
+              + ("the repetition runs again" if again else
+                 f"NOT VERIFIED after {MAX_ATTEMPTS} attempts, the job goes on"),
+              file=sys.stderr, flush=True)
+        return again
+
+    def audit(self, r: Repetition, plan: ShufflePlan) -> list[WrongOutput]:
+        """Every finisher's map output and the payloads it received (AUDIT, AUDITED),
+        checked against what the master recomputes (:func:`mpi_coded.coded.locate.locate`)."""
+        fin = [s for s in r.end.finishers if rank_of(s) not in self.peers.lost]
+        self.order(fin, P.Kind.AUDIT, r.rep, 0)
+        got, _ = self.peers.collect(
+            [rank_of(s) for s in fin], [P.Kind.AUDITED, P.Kind.AUDITED], r.rep,
+            hard=deadline_in(self.job.timeout_s), stale=self._stale,
+            what=f"the finishers' map outputs and payloads (timeout {self.job.timeout_s} s)")
+        maps, received = {}, {}
+        field = self.setup.field
+        for x, ((h0, out), (h1, recv)) in got.items():
+            if (h0.aux, h1.aux) != (0, 1):
+                raise P.WireError(f"AUDITED from rank {x}: aux {h0.aux}, {h1.aux}, "
+                                  "expected 0, 1")
+            if out is not None:
+                maps[x - 1] = out
+            received[x - 1] = recv if recv is not None else field.zeros(0)
+        s = self.setup
+        return locate(plan, s.placement, s.code, field, s.A, s.X, maps,
+                      {k: v for k, v in received.items() if k in r.end.Q}, r.attempt)
 
     def stop(self) -> int:
         """STOP to every server, the summary line, BYE from every server."""
@@ -370,7 +454,8 @@ class CodedMaster:
         ended = job.reps - len(self.abandoned)
         all_ok = self.all_ok and ended > 0
         self.writer.write(lines.summary_line(job.reps, all_ok, self.totals, self.lost,
-                                             self.abandoned))
+                                             self.abandoned, wrong=self.wrong,
+                                             reruns=self.reruns))
         self.writer.close()
         if self.last is not None:
             self.last.done()

@@ -33,7 +33,7 @@ from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.replay import ServerData
 from mpi_coded.coded.shuffle import ShufflePlan, shuffle_plan
 from mpi_coded.errors import ConfigError, NotDecodable
-from mpi_coded.faults import Fault, slow_factor
+from mpi_coded.faults import Answer, Fault, slow_factor
 from mpi_coded.runtime.coded.setup import (
     ENCODE_STATS,
     MAP_STATS,
@@ -49,7 +49,7 @@ from mpi_coded.runtime.coded.setup import (
 from mpi_coded.runtime.coded.transfer import SHUFFLE_MARGIN_S, GroupComms, ShuffleTransfer
 from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
-from mpi_coded.runtime.core.faults import at_phase
+from mpi_coded.runtime.core.faults import answer_rng, at_phase
 from mpi_coded.runtime.core.guard import Phase
 from mpi_coded.runtime.core.inbox import Inbox, Msg
 from mpi_coded.runtime.core.memory import prefault
@@ -70,12 +70,14 @@ class MapRun:
         self.rows_done = 0
 
     def run(self, inbox: Inbox, deadline: float) -> Msg | None:
-        """Map chunk by chunk; return the master's MAP_END (or STOP) if it came first."""
+        """Map chunk by chunk from the first row not done (a resumed map: the rows left);
+        return the master's MAP_END (or STOP) if it came first."""
         job, field = self.setup.job, self.setup.field
         rows = self.coded.shape[0]
         cuts = map_chunk_cuts(rows, job.chunks)
         t0 = time.perf_counter()
-        for c in range(job.chunks):
+        c0 = int(np.searchsorted(cuts, self.rows_done))  # resumed: from the rows not done
+        for c in range(min(c0, job.chunks), job.chunks):
             a, b = int(cuts[c]), int(cuts[c + 1])
             t = time.perf_counter()
             if b > a:
@@ -90,7 +92,7 @@ class MapRun:
                     got.append(msg)
                 return bool(got)
 
-            if sleep_until(t0 + self.target * (c + 1) / job.chunks, stop_order):
+            if sleep_until(t0 + self.target * (c + 1 - c0) / job.chunks, stop_order):
                 return got[0]
         return None
 
@@ -109,31 +111,76 @@ class CodedServer:
         # while the master waits, each with its deadline, for the shuffle (and its
         # margin), the outputs, the reduce and the late map reports
         self.sat_out = 4 * self.timeout + SHUFFLE_MARGIN_S
+        self.mapped: tuple[int, MapRun] | None = None
+        """The last repetition's map (its coded rows with it), for a resumed map
+        (:meth:`next_order`); dropped at the next encode order."""
+        self.kept: tuple[int, np.ndarray, ShuffleTransfer] | None = None
+        """The last shuffle's map output and transfer (what it received), for an AUDIT;
+        dropped at the next encode order."""
 
     def run(self) -> None:
-        """The whole job, until the master's STOP; BYE."""
+        """The whole job, until the master's STOP; BYE.  The master may run a repetition
+        again (its outputs were wrong): its next order is then the encode of the same
+        repetition, or its map, resumed (:meth:`next_order`)."""
         self.start()
         wait = self.timeout  # for the master's next order
-        for rep in range(self.job.reps):
-            coded = self.encode(rep, wait)
-            if coded is None:
-                break  # the master stopped early
-            mapped = self.map(rep, coded)
+        last = -1
+        while True:
+            order = self.next_order(last, wait)
+            if order is None:
+                break  # the master's STOP
+            last, resumed = order
+            coded = resumed.coded if resumed is not None else self.encode(last)
+            mapped = self.map(last, coded, resumed)
             if mapped is None:
                 break  # the master stopped (too few servers left to end the map)
             mr, end = mapped
+            self.mapped = (last, mr)
             wait = self.sat_out
             if self.server not in end.finishers:
                 continue  # not needed: stopped (or finished too late); wait for the next phase
-            plan, data = self.shuffle(rep, mr, end)
+            plan, data = self.shuffle(last, mr, end)
             if self.server not in end.Q:
                 continue  # an extra server sends but does not reduce
-            if self.reduce(rep, plan, data):
+            if self.reduce(last, plan, data):
                 wait = self.timeout
-        else:
-            self.phase.set("stop")
-            self.master.recv({P.Kind.STOP}, None, wait, "the master's stop")
         self.stop()
+
+    def next_order(self, last: int, wait: float) -> tuple[int, MapRun | None] | None:
+        """The master's next order, waited for ``wait`` seconds: the encode of repetition
+        ``last + 1`` (or ``last`` again: it is run again), as ``(rep, None)``; the map of
+        ``last`` resumed (its outputs were wrong, and the servers left decode without the
+        wrong one: every server completes its map), as ``(last, its MapRun)``; None: STOP.
+        An AUDIT of ``last`` in between is answered (:meth:`audited`)."""
+        self.phase.set("encode", last + 1)
+        while True:
+            h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP, P.Kind.AUDIT}, None, wait,
+                                    "the master's next phase")
+            if h.kind == P.Kind.STOP:
+                self.phase.set("stop")
+                return None
+            if h.kind == P.Kind.AUDIT:
+                self.audited(h.step)
+                continue
+            self.kept = None  # no AUDIT of an earlier repetition comes after this order
+            if h.aux == MAP and h.step == last and self.mapped is not None \
+                    and self.mapped[0] == last:
+                return last, self.mapped[1]
+            self.mapped = None
+            if h.aux != ENCODE or h.step not in (last, last + 1) or h.step >= self.job.reps:
+                raise P.WireError(f"expected encode of repetition {last + 1} (or {last} "
+                                  f"again), got phase {h.aux} of repetition {h.step}")
+            return h.step, None
+
+    def audited(self, rep: int) -> None:
+        """The master found repetition ``rep``'s outputs wrong: send it this finisher's map
+        output (AUDITED aux 0) and the shuffle payloads it received (aux 1), as it kept
+        them (mpi_coded.coded.locate)."""
+        kept = self.kept if self.kept is not None and self.kept[0] == rep else None
+        out = None if kept is None else np.ascontiguousarray(kept[1])
+        got = None if kept is None else kept[2].received_values()
+        self._report(P.Kind.AUDITED, rep, out, 0)
+        self._report(P.Kind.AUDITED, rep, got if got is not None and got.size else None, 1)
 
     def _enter(self, name: str, rep: int | None, order: tuple[int, str] | None = None) -> None:
         """Enter phase ``name`` (for error messages): wait for the master's ``order``
@@ -146,7 +193,24 @@ class CodedServer:
                 raise P.WireError(f"expected {order[1]}, got phase {h.aux}")
         at_phase(self.faults, self.comm, name, rep)
 
-    def _report(self, kind: P.Kind, rep: int, arr: np.ndarray, aux: int) -> None:
+    def _lie(self, phase: str, rep: int, values: np.ndarray) -> None:
+        """The faults of this server that change an answer (``corrupt:RANK:map`` /
+        ``shuffle``) fire on ``values`` (1-D, a view: the map output, or every payload
+        about to be sent), in place; nothing is built on a healthy server's path."""
+        if any(f.rank == self.rank for f in self.faults):
+            at_phase(self.faults, self.comm, phase, rep, Answer(
+                values, self.setup.field.order, answer_rng(self.rank)), answers_only=True)
+
+    def _lie_sending(self, rep: int, transfer: ShuffleTransfer) -> None:
+        """``corrupt:RANK:shuffle``: one value of the payloads about to be sent changed,
+        never a multicast's padding (:meth:`ShuffleTransfer.carried`)."""
+        if any(f.rank == self.rank for f in self.faults):
+            flat, used = transfer.outgoing(), transfer.carried()
+            values = flat[used]
+            self._lie("shuffle", rep, values)
+            flat[used] = values
+
+    def _report(self, kind: P.Kind, rep: int, arr: np.ndarray | None, aux: int) -> None:
         self.master.send(kind, rep, arr, aux=aux, timeout=self.timeout)
 
     def start(self) -> None:
@@ -167,16 +231,10 @@ class CodedServer:
         self.master.ready(self.timeout)
         self.slow = slow_factor(self.faults, self.rank)
 
-    def encode(self, rep: int, wait: float) -> np.ndarray | None:
-        """This server's coded rows ``C_s = Psi[rows_s] A`` (None: the master said STOP);
-        the master's order is waited for ``wait`` seconds."""
+    def encode(self, rep: int) -> np.ndarray:
+        """This server's coded rows ``C_s = Psi[rows_s] A`` (the order came:
+        :meth:`next_order`)."""
         self.phase.set("encode", rep)
-        h, _ = self.master.recv({P.Kind.PHASE, P.Kind.STOP}, None, wait,
-                                "the master's next phase")
-        if h.kind == P.Kind.STOP:
-            return None
-        if h.aux != ENCODE or h.step != rep:
-            raise P.WireError(f"expected encode of repetition {rep}, got phase {h.aux}")
         at_phase(self.faults, self.comm, "encode", rep)
         link0 = linkstats.read()
         code = self.setup.code
@@ -188,17 +246,24 @@ class CodedServer:
             ENCODE)
         return coded
 
-    def map(self, rep: int, coded: np.ndarray) -> tuple[MapRun, MapEnd] | None:
-        """Map under the throttle until done or told to stop; the master's map end (None:
-        the master said STOP instead, too few servers left to end the map)."""
-        self._enter("map", rep, (MAP, "the map order"))
+    def map(self, rep: int, coded: np.ndarray, resumed: MapRun | None = None
+            ) -> tuple[MapRun, MapEnd] | None:
+        """Map under the throttle until done or told to stop (``resumed``: the rows it
+        had not done); the master's map end (None: the master said STOP instead, too few
+        servers left to end the map)."""
+        if resumed is None:
+            self._enter("map", rep, (MAP, "the map order"))
+        else:  # the order came (next_order); its faults at the entry fired the first time
+            self.phase.set("map", rep)
         link0 = linkstats.read()
-        mr = MapRun(self.setup, self.server, coded, rep, self.slow)
+        mr = resumed or MapRun(self.setup, self.server, coded, rep, self.slow)
+        done0 = mr.rows_done
         t = time.perf_counter()
         end = mr.run(self.master.inbox, deadline_in(self.timeout))
         if end is not None and end[0].kind == P.Kind.STOP:
             return None
         stopped = end is not None
+        self._lie("map", rep, mr.out[done0:mr.rows_done].reshape(-1))
         self._report(P.Kind.MAP_DONE, rep, MAP_STATS.pack(
             compute_s=mr.compute_s, wall_s=time.perf_counter() - t, target_s=mr.target,
             rows_done=mr.rows_done, rows=len(self.rows), stopped=float(stopped),
@@ -233,9 +298,11 @@ class CodedServer:
         transfer = ShuffleTransfer(self.comm, plan, data, self.server, rep, self.groups,
                                    hosts=self.hosts)
         transfer.post()
+        self._lie_sending(rep, transfer)
         transfer.send()
         transfer.finish(deadline_in(self.timeout))
         shuffle_s = time.perf_counter() - t
+        self.kept = (rep, mr.out, transfer)
         if self.groups is not None:
             made = (self.groups.created - made[0], self.groups.create_s - made[1])
         self._report(P.Kind.DONE, rep, SHUFFLE_STATS.pack(

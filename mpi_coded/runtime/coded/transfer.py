@@ -196,6 +196,60 @@ class ShuffleTransfer:
     missing: list[tuple[P.Kind, int]] = field(default_factory=list)
     """``fault_tolerance = "ulfm"``: the messages (kind, plan index) whose sender died
     before they arrived whole (the repetition cannot reduce here)."""
+    received: dict[tuple[P.Kind, int], np.ndarray] = field(default_factory=dict)
+    """Every payload that arrived, as it arrived, by (kind, plan index): the master may
+    ask for them when a decoded output is wrong (:meth:`received_values`)."""
+    _out: dict[tuple[P.Kind, int], np.ndarray] | None = None
+    _flat: np.ndarray | None = None
+
+    def outgoing(self) -> np.ndarray:
+        """Every payload this server sends (its multicasts in plan order, then its
+        unicasts), computed now, as views into one flat buffer, which is returned: a lying
+        fault (``corrupt:RANK:shuffle``) changes one entry of it before :meth:`send`."""
+        if self._flat is not None:
+            return self._flat
+        mc_send, uc_send = self.plan.sends(self.server)
+        sizes = ([self.plan.multicasts[i].length for i in mc_send]
+                 + [self.plan.unicasts[i].size for i in uc_send])
+        self._flat = flat = self.data.field.zeros(int(sum(sizes)))
+        keys = [(P.Kind.MULTICAST, i) for i in mc_send] + [(P.Kind.UNICAST, i) for i in uc_send]
+        self._out, pos = {}, 0
+        for (kind, i), size in zip(keys, sizes):
+            view = flat[pos:pos + size]
+            view[:] = (exchange.multicast_payload(self.plan.multicasts[i], self.data)
+                       if kind == P.Kind.MULTICAST else
+                       exchange.unicast_payload(self.plan.unicasts[i], self.data))
+            self._out[(kind, i)] = view
+            pos += size
+        self._keep.append(flat)
+        return flat
+
+    def carried(self) -> np.ndarray:
+        """The positions of :meth:`outgoing`'s buffer that carry a value some receiver
+        keeps: all but a multicast's padding beyond its longest segment (a value changed
+        there is dropped by every receiver)."""
+        mc_send, uc_send = self.plan.sends(self.server)
+        parts, pos = [], 0
+        for i in mc_send:
+            mc = self.plan.multicasts[i]
+            parts.append(pos + np.arange(max((g.size for g in mc.segments), default=0)))
+            pos += mc.length
+        for i in uc_send:
+            parts.append(pos + np.arange(self.plan.unicasts[i].size))
+            pos += self.plan.unicasts[i].size
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def received_values(self) -> np.ndarray:
+        """The payloads received, concatenated in ``plan.receives`` order (multicasts, then
+        unicasts; zeros for one that never arrived)."""
+        mc_recv, uc_recv = self.plan.receives(self.server)
+        parts = [self.received.get((P.Kind.MULTICAST, i),
+                                   self.data.field.zeros(self.plan.multicasts[i].length))
+                 for i in mc_recv]
+        parts += [self.received.get((P.Kind.UNICAST, i),
+                                    self.data.field.zeros(self.plan.unicasts[i].size))
+                  for i in uc_recv]
+        return np.concatenate(parts) if parts else self.data.field.zeros(0)
 
     def post(self) -> None:
         """Post every receive of this server, with its known size (bcast: the unicasts;
@@ -218,13 +272,14 @@ class ShuffleTransfer:
     def send(self) -> None:
         """Start this server's multicasts (counted once: shared medium) and unicasts."""
         mc_send, uc_send = self.plan.sends(self.server)
+        self.outgoing()
+        assert self._out is not None
         if self.groups is not None:
             self._broadcast()
             mc_send = []
         for i in mc_send:
             mc = self.plan.multicasts[i]
-            payload = exchange.multicast_payload(mc, self.data)
-            self._keep.append(payload)
+            payload = self._out[(P.Kind.MULTICAST, i)]
             self.multicast_values += mc.length
             for k in mc.receivers:
                 self._sending((k,), P.isend(self.comm, rank_of(k), P.Kind.MULTICAST,
@@ -232,8 +287,7 @@ class ShuffleTransfer:
                 self.bytes_sent += int(payload.nbytes)
         for i in uc_send:
             u = self.plan.unicasts[i]
-            vec = self.data.gather(u.blocks)
-            self._keep.append(vec)
+            vec = self._out[(P.Kind.UNICAST, i)]
             self.unicast_values += u.size
             self._sending((u.receiver,), P.isend(self.comm, rank_of(u.receiver),
                                                  P.Kind.UNICAST, self.rep, vec, aux=i,
@@ -250,8 +304,8 @@ class ShuffleTransfer:
             gcomm = self.groups.get(mc.group)
             root = mc.group.index(mc.sender)
             if mc.sender == self.server:
-                payload = np.ascontiguousarray(exchange.multicast_payload(mc, self.data))
-                self._keep.append(payload)
+                assert self._out is not None
+                payload = self._out[(P.Kind.MULTICAST, i)]
                 self.multicast_values += mc.length
                 self.bytes_sent += int(payload.nbytes) * len(mc.receivers)
                 self._sending(tuple(mc.receivers), [gcomm.Ibcast(payload, root=root)])
@@ -274,6 +328,7 @@ class ShuffleTransfer:
         if h.aux != m.index or h.shape != m.payload.shape:
             raise P.WireError(f"{m.kind.name} {h.aux} of shape {h.shape} from server "
                               f"{m.sender}, expected {m.index} of shape {m.payload.shape}")
+        self.received[(m.kind, m.index)] = m.payload
         if m.kind == P.Kind.MULTICAST:
             exchange.take_multicast(self.plan.multicasts[m.index], self.server, m.payload,
                                     self.data)
@@ -287,6 +342,7 @@ class ShuffleTransfer:
                 if req.Test():
                     exchange.take_multicast(self.plan.multicasts[i], self.server, buf,
                                             self.data)
+                    self.received[(P.Kind.MULTICAST, i)] = buf
                 else:
                     waiting.append((i, buf, req))
             self._bcasts = waiting

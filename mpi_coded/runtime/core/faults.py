@@ -42,15 +42,21 @@ _RNG: dict[int, np.random.Generator] = {}
 
 
 def at_phase(faults: Sequence[Fault], comm: MPI.Comm, phase: str, step: int | None,
-             answer: Answer | None = None) -> None:
+             answer: Answer | None = None, answers_only: bool = False) -> None:
     """Fire the faults of this rank for ``phase`` (at ``step``): its mode's
     :meth:`~mpi_coded.faults.FaultMode.fire`, once each unless the mode
     :meth:`~mpi_coded.faults.FaultMode.repeats`; ``answer``: the answer about to be sent
-    (the ``answer`` phase), which a lying mode changes in place."""
+    (the ``answer`` phase; the coded map output or shuffle payloads), which a lying mode
+    changes in place.  A mode that :attr:`~mpi_coded.faults.FaultMode.needs_answer` is
+    not fired (nor spent) without one; ``answers_only``: only such modes fire (the coded
+    job's second call in a phase, after its work, the others having fired at its entry)."""
     rank = comm.Get_rank()
     for f in faults:
         mode = mode_of(f)
         if not mode.active(f, rank, phase, step) or id(f) in _FIRED:
+            continue
+        needs = getattr(mode, "needs_answer", False)
+        if (needs and answer is None) or (answers_only and not needs):
             continue
         if not mode.repeats(f):
             _FIRED.add(id(f))

@@ -90,6 +90,9 @@ class Kind(enum.IntEnum):
     OUTPUT = 26  # reducer -> master: decoded y for its outputs (m x N/q)
     BYE = 27  # server -> master: stopping (the job may end)
     ABANDON = 28  # master -> reducer: repetition ``step`` ends here (a finisher died), no reduce
+    AUDIT = 29  # master -> finisher: repetition ``step`` decoded wrong, send what you kept
+    AUDITED = 30  # finisher -> master: aux 0 its map output (rows x N), aux 1 the shuffle
+    #   payloads it received, concatenated in plan order (no payload: none)
 
 
 
