@@ -27,6 +27,13 @@ A.10).  All numbers are ratios within one run of this script.
     2's ``block-2.npy`` overwritten in place once 3 steps are in; the seconds to repair
     (the ``block-repaired`` event's ``repair_s``), machine 2 re-admitted, all verified.
 
+(e) ``coded``: the coded job (``K = 6``, ``q = 4``, ``mu = 1/2``, shifted-exponential
+    stragglers), unified and bdc, ``--reps`` repetitions (default 50) with server 1 wrong
+    at every map or at every shuffle (``corrupt:2:map:1.0``, ``corrupt:2:shuffle:1.0``)
+    beside the fault-free run: repetitions verified, those whose outputs it spoiled (named,
+    and decoded without it or run again), innocent servers named (must be 0), the mean
+    repetition time over the fault-free run's.
+
 One JSON line per job appended to ``--out`` as it comes, progress on stderr, a table and
 then one JSON object (the last line) on stdout.
 
@@ -468,6 +475,74 @@ def block_run(d: Path, args: argparse.Namespace, i: int) -> dict[str, Any]:
 
 # -- the table -------------------------------------------------------------------------------
 
+# -- (e) the coded job -----------------------------------------------------------------------
+
+CODED = ["--K", "6", "--q", "4", "--mu", "1/2", "--rows-per-batch", "4", "--n", "16",
+         "--N", "12", "--field", "float64", "--straggler", "shiftexp", "--t-row", "0.001",
+         "--seed", "3"]
+
+
+def coded_run(d: Path, args: argparse.Namespace, scheme: str, fault: str | None
+              ) -> dict[str, Any]:
+    """One coded job of ``args.reps`` repetitions (server 1 wrong as ``fault`` says)."""
+    out = d / f"coded-{scheme}-{(fault or 'none').replace(':', '-')}.jsonl"
+    out.unlink(missing_ok=True)
+    cmd, env = launcher()
+    cmd += ["-n", "7", sys.executable, "-m", "mpi_coded", "run", "coded", "--scheme", scheme,
+            *CODED, "--reps", str(args.reps), "--out", str(out),
+            *(["--T", "2"] if scheme == "bdc" else []), *(["--fault", fault] if fault else [])]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, start_new_session=True, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace",
+                            env={**os.environ, **env})
+    rc, _, se = finish(proc, args.timeout * 2)
+    lines = read_results(out) if out.exists() else []
+    runs = [x for x in lines if x.get("kind") == "run"]
+    named = [w for x in runs for w in x.get("wrong_answers") or []]
+    rec = {"part": "coded", "scheme": scheme, "fault": fault, "rc": rc, "hung": rc is None,
+           "job_s": time.perf_counter() - t0, "reps": len(runs),
+           "verified": sum(bool(x.get("verified")) for x in runs),
+           "spoiled": sum(bool(x.get("wrong_answers")) for x in runs),
+           "rerun": sum(int(x.get("rerun") or 0) for x in runs),
+           "resumed": sum(bool(x.get("resumed")) for x in runs),
+           "named_innocent": sorted({w["server"] for w in named if w["server"] != 1}),
+           # a repetition's time with its wrong attempts (rerun_s)
+           "total_s_mean": statistics.fmean(float(x["total_s"]) + float(x.get("rerun_s") or 0)
+                                            for x in runs) if runs else None,
+           "stderr_tail": se[-600:] if rc else ""}
+    say(f"(e) coded {scheme} {fault or 'no fault'}: {rec['reps']} repetitions, verified "
+        f"{rec['verified']}, spoiled and named {rec['spoiled']}, innocents named "
+        f"{rec['named_innocent']}, rc {rc}")
+    emit(rec, args.out)
+    return rec
+
+
+def coded_wrong(d: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    out = []
+    for scheme in ("unified", "bdc"):
+        base = coded_run(d, args, scheme, None)
+        out.append(base)
+        for phase in ("map", "shuffle"):
+            rec = coded_run(d, args, scheme, f"corrupt:2:{phase}:1.0")
+            if base["total_s_mean"] and rec["total_s_mean"]:
+                rec["total_over_fault_free"] = rec["total_s_mean"] / base["total_s_mean"]
+            out.append(rec)
+    return out
+
+
+def coded_table(coded: list[dict[str, Any]]) -> str:
+    rows = ["(e) the coded job, server 1 wrong at every map or shuffle",
+            "  scheme   fault                   reps verified spoiled resumed  rerun "
+            "innocent  time ratio"]
+    for r in coded:
+        ratio = r.get("total_over_fault_free")
+        rows.append(f"  {r['scheme']:<8} {r['fault'] or 'none':<22} {r['reps']:>5} "
+                    f"{r['verified']:>8} {r['spoiled']:>7} {r['resumed']:>7} {r['rerun']:>6} "
+                    f"{len(r['named_innocent']):>8}  "
+                    f"{'' if ratio is None else f'{ratio:.3f}x'}")
+    return "\n".join(rows)
+
+
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}%"
 
@@ -527,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--block-runs", dest="block_runs", type=int, default=3)
     ap.add_argument("--block-steps", dest="block_steps", type=int, default=30,
                     help="(d): steps after the 4 with every machine")
-    ap.add_argument("--parts", default="check,wrong,block")
+    ap.add_argument("--parts", default="check,wrong,block,coded")
+    ap.add_argument("--reps", type=int, default=50, help="(e): repetitions of each coded job")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per 7-rank job")
     ap.add_argument("--quick", action="store_true",
@@ -537,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.steps, args.check_steps, args.big, args.block_runs = 6, 4, 0, 1
         args.block_steps, args.size, args.fields = 8, 120, "float64"
+        args.reps = 3
         args.timeout = min(args.timeout, 60.0)
     args.fields = [f for f in args.fields.split(",") if f]
     parts = set(args.parts.split(","))
@@ -548,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     check: list[dict[str, Any]] = []
     wrong: list[dict[str, Any]] = []
     block: list[dict[str, Any]] = []
+    coded: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mpi-coded-wrong-") as tmp:
         d = Path(tmp)
         if "check" in parts:
@@ -556,15 +634,22 @@ def main(argv: list[str] | None = None) -> int:
             wrong = wrong_answers(d, args)
         if "block" in parts:
             block = [block_run(d, args, i) for i in range(args.block_runs)]
-    results.update(check=check, wrong=wrong, block=block,
+        if "coded" in parts:
+            coded = coded_wrong(d, args)
+    results.update(check=check, wrong=wrong, block=block, coded=coded,
                    loadavg_end=round(os.getloadavg()[0], 2))
     fractions = [r["check_fraction"] for r in check if r["check_fraction"] is not None]
     results["check_fraction_max"] = max(fractions) if fractions else None
     results["wrong_accepted"] = sum(len(r["wrong_accepted"]) for r in wrong)
-    results["hangs"] = sum(bool(r.get("hung")) for r in [*check, *wrong, *block])
+    results["hangs"] = sum(bool(r.get("hung")) for r in [*check, *wrong, *block, *coded])
+    results["coded_innocent_named"] = sum(len(r["named_innocent"]) for r in coded)
     print(table(check, wrong, block), flush=True)
+    if coded:
+        print(coded_table(coded), flush=True)
     print(json.dumps(results), flush=True)
-    return 0 if results["wrong_accepted"] == 0 and results["hangs"] == 0 else 1
+    ok = results["wrong_accepted"] == 0 and results["hangs"] == 0 and \
+        results["coded_innocent_named"] == 0 and all(r["verified"] == r["reps"] for r in coded)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -18,13 +18,14 @@ def test_quick_bench_reports_located_verified_and_nothing_accepted(tmp_path: Pat
     mpiexec_cmd(7)  # skips without a launcher
     out = tmp_path / "bench.jsonl"
     r = run_cmd([sys.executable, str(ROOT / "scripts" / "bench_wrong_answers.py"), "--quick",
-                 "--out", str(out)], timeout=150)
+                 "--out", str(out)], timeout=240)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert "(a) no fault" in r.stdout and "(d) a stored block" in r.stdout
     assert res["hangs"] == 0 and res["wrong_accepted"] == 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(lines) == len(res["check"]) + len(res["wrong"]) + len(res["block"])
+    assert len(lines) == len(res["check"]) + len(res["wrong"]) + len(res["block"]) + \
+        len(res["coded"])
     # (a): the check's share of the step time, every step verified
     assert [(c["config"], c["ranks"], c["S"]) for c in res["check"]] == [("seed", 7, 0),
                                                                        ("seed", 7, 1)]
@@ -57,3 +58,12 @@ def test_quick_bench_reports_located_verified_and_nothing_accepted(tmp_path: Pat
     assert blk["located"] == [2] and blk["repaired"] == 1 and blk["repair_s"] > 0
     assert blk["repair_bytes"] > 0 and blk["readmitted_step"] is not None
     assert blk["events"][:2] == ["caught", "block-repaired"]
+    # (e): the coded job, server 1 wrong at every map or shuffle: every line verified, only
+    # server 1 ever named
+    assert [(c["scheme"], c["fault"]) for c in res["coded"]] == [
+        (s, f) for s in ("unified", "bdc")
+        for f in (None, "corrupt:2:map:1.0", "corrupt:2:shuffle:1.0")]
+    for c in res["coded"]:
+        assert c["rc"] == 0 and c["reps"] == c["verified"] == 3 and c["named_innocent"] == []
+        assert c["spoiled"] == 0 if c["fault"] is None else c["spoiled"] >= 0
+    assert sum(c["spoiled"] for c in res["coded"]) >= 1 and res["coded_innocent_named"] == 0
