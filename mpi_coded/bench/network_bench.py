@@ -60,8 +60,8 @@ from mpi_coded.cluster.bench import (
     run_coded,
     run_elastic,
 )
-from mpi_coded.coded.schemes import coded_params as make
-from mpi_coded.coded.schemes import get
+from mpi_coded.coded.schemes import coded_params as scheme_params
+from mpi_coded.coded.schemes import get as scheme_of
 from mpi_coded.errors import ConfigError
 from mpi_coded.rates import format_rate, parse_rate
 
@@ -127,8 +127,8 @@ class BenchSizes:
 def coded_params(scheme: str, K: int, q: int, mu: str, m: int, n: int, N: int, T: int,
                  field_name: str) -> Any:
     """The runnable job of ``scheme`` at (about) ``m`` rows (``Scheme.rows_per_batch_for``)."""
-    eta = get(scheme).rows_per_batch_for(K, q, mu, m)
-    return make(scheme, K, q, mu, eta, n, N, T, field_name)
+    eta = scheme_of(scheme).rows_per_batch_for(K, q, mu, m)
+    return scheme_params(scheme, K, q, mu, eta, n, N, T, field_name)
 
 
 def feasible_qs(K: int, mu: str, m: int, n: int, N: int, field_name: str,
@@ -452,7 +452,7 @@ class NetworkBench:
 
     def _params(self, scheme: str) -> Any:
         sz = self.sz
-        T = sz.bdc_T if get(scheme).partitioned else 1
+        T = sz.bdc_T if scheme_of(scheme).partitioned else 1
         return coded_params(scheme, sz.K, sz.q, sz.mu, sz.m, sz.n, sz.N, T, sz.field)
 
     def tradeoff(self, c: BenchCluster) -> Tradeoff:
