@@ -10,6 +10,7 @@ from typing import Any
 from mpi_coded.analysis import network as netmodel
 from mpi_coded.cec.config import CECConfig, load_config
 from mpi_coded.cec.plan import POLICIES, make_plan
+from mpi_coded.cec.resume import resume_point
 from mpi_coded.config_keys import add_flags, flag_keys
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.faults import FAULTS, parse_faults
@@ -133,9 +134,6 @@ def cmd_run_cec(args: argparse.Namespace) -> int:
     faults = parse_faults(args.fault, "cec", cfg.world_size)
     first = 1
     if args.resume:
-        # deferred: cec.resume (the store, results), only with --resume: off a rank's path
-        from mpi_coded.cec.resume import resume_point
-
         first = resume_point(cfg, args.out)  # every rank reads it, before any MPI traffic
     # deferred: mpi4py: MPI starts here, only for run cec
     from mpi_coded.runtime.cec import job as cec_job

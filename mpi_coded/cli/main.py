@@ -64,7 +64,7 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
         cec_commands.register_run(run_sub)
         return parser
 
-    # deferred: numpy not before single_threaded_blas(); the commands' modules, once parsing
+    # deferred: numpy not before single_threaded_blas(); these bring the coded schemes
     from mpi_coded.cli import analysis as analysis_commands
     from mpi_coded.cli import cec as cec_commands
     from mpi_coded.cli import cluster as cluster_commands
