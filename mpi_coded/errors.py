@@ -9,6 +9,7 @@ protocol bug, never bad input.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 EXIT_BAD_INPUT = 2
@@ -42,8 +43,6 @@ def launcher_rank() -> int | None:
 
     Lets bad input be reported once (by rank 0) even before MPI is touched.
     """
-    import os
-
     for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
         v = os.environ.get(var)
         if v is not None and v.strip().isdigit():

@@ -144,7 +144,7 @@ class GFField(Field):
 
     @functools.cached_property
     def gf(self) -> Any:
-        import galois
+        import galois  # deferred: galois, only when asked for its field
 
         return galois.GF(self.order)
 
@@ -167,7 +167,7 @@ class GFField(Field):
                     return out.reshape(())
                 return out.reshape(-1) if a.ndim == 1 or b.ndim == 1 else out
             self.jit = True  # a large product after all: the kernels from now on
-        from mpi_coded import gf_kernels
+        from mpi_coded import gf_kernels  # deferred: numba (gf_kernels), only for large products
 
         return gf_kernels.gf_matmul(a, b, self.degree)
 
@@ -182,6 +182,7 @@ class GFField(Field):
         build the lookup tables alone (:attr:`jit` False)."""
         self.jit = largest is None or largest > gf_tables.SMALL_WORK
         if self.jit:
+            # deferred: numba (gf_kernels), only for large products
             from mpi_coded import gf_kernels
 
             gf_kernels.warm_up(self.degree)

@@ -59,6 +59,7 @@ from typing import Any, Protocol
 from mpi_coded.analysis.delay import DelayCosts, Ops, mixture_order_mean
 from mpi_coded.analysis.loads import UnifiedLoad
 from mpi_coded.cec.filling import RowSet
+from mpi_coded.cec.plan import POLICIES
 from mpi_coded.cec.policies import filled_sets
 from mpi_coded.cec.policy import Assignment, ElasticPolicy, plan_violation
 from mpi_coded.cec.step_plan import StepPlan
@@ -78,6 +79,7 @@ from mpi_coded.coded.copy_code import CopyCode, CopyCodeRules
 from mpi_coded.coded.mapend import partitions_covered
 from mpi_coded.coded.params import CodedParams, CodeShape
 from mpi_coded.coded.placement import Placement
+from mpi_coded.coded.schemes import REGISTRY
 from mpi_coded.coded.schemes.base import Scheme
 from mpi_coded.coded.schemes.code_rules import MDS_CODE
 from mpi_coded.coded.schemes.delay_terms import DenseTerms
@@ -131,9 +133,6 @@ def registered(kind: str, name: str) -> Scheme | ElasticPolicy | Workload | Faul
     """The registered ``kind`` (one of :data:`KINDS`) called ``name``, the package's or a
     plugin's (ConfigError naming ``kind`` and listing the names if there is none), e.g. a
     built-in policy to compare with: ``registered("policy", "heterogeneous")``."""
-    from mpi_coded.cec.plan import POLICIES
-    from mpi_coded.coded.schemes import REGISTRY
-
     registries: dict[str, Registry[Any]] = {"scheme": REGISTRY, "policy": POLICIES,
                                             "workload": WORKLOADS, "fault": FAULTS}
     require(kind in registries, "kind", f"must be one of {', '.join(KINDS)}", kind)

@@ -42,14 +42,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from mpi_coded.cec.plan import POLICIES
+from mpi_coded.cec.policy import CODED_STEPS, ElasticPolicy, plan_violation
+from mpi_coded.cec.workloads import WORKLOADS, Workload
+from mpi_coded.coded.params import CodedParams
 from mpi_coded.errors import ConfigError
+from mpi_coded.faults import FAULTS, PHASES, FaultMode
 from mpi_coded.registry import HookRegistrar
 
 if TYPE_CHECKING:
-    from mpi_coded.cec.policy import ElasticPolicy
-    from mpi_coded.cec.workloads import Workload
     from mpi_coded.coded.schemes.base import Scheme
-    from mpi_coded.faults import FaultMode
 
 HOOK = "mpi_coded_register"
 """The one function a plugin defines: ``mpi_coded_register(registry)``."""
@@ -87,8 +89,6 @@ form must agree with :meth:`Scheme.load` (it is never used)."""
 
 
 def _second_forms(scheme: Any, K: int, q: int, mu: Fraction) -> dict[str, object]:
-    from mpi_coded.coded.params import CodedParams
-
     out: dict[str, object] = {}
     for part, hook, what in SECOND_FORMS:
         if callable(fn := getattr(getattr(scheme, part), hook, None)):
@@ -105,6 +105,7 @@ def check_scheme(scheme: object, plugin: str) -> None:
     the reference settings it accepts (:data:`REFERENCE_SETTINGS`, docs/theory.md (B.3)),
     and any second form of it (:data:`SECOND_FORMS`) says the same; one with a closed-form
     load must accept at least one."""
+    # deferred: the coded schemes, off an elastic rank's path (its start)
     from mpi_coded.coded.schemes.base import Scheme
 
     if not isinstance(scheme, Scheme):
@@ -136,8 +137,6 @@ def check_policy(policy: object, plugin: str) -> None:
     """A policy is an :class:`ElasticPolicy` whose plans of the worked example obey the
     rule of every plan (:func:`mpi_coded.cec.policy.plan_violation`): every row on
     ``L + S`` distinct available machines, loads the sizes of their sets."""
-    from mpi_coded.cec.policy import CODED_STEPS, ElasticPolicy, plan_violation
-
     if not isinstance(policy, ElasticPolicy):
         raise fail(plugin, f"registry.policy() takes a mpi_coded ElasticPolicy, not "
                    f"{policy!r}")
@@ -167,8 +166,6 @@ def check_policy(policy: object, plugin: str) -> None:
 
 def check_workload(workload: object, plugin: str) -> None:
     """A workload is a :class:`Workload` of one or two products a step."""
-    from mpi_coded.cec.workloads import Workload
-
     if not isinstance(workload, Workload):
         raise fail(plugin, f"registry.workload() takes a mpi_coded Workload, not "
                    f"{workload!r}")
@@ -180,8 +177,6 @@ def check_workload(workload: object, plugin: str) -> None:
 def check_fault(mode: object, plugin: str) -> None:
     """A fault mode is a :class:`~mpi_coded.faults.FaultMode` with a name, a usage and
     jobs among ``cec``, ``coded``."""
-    from mpi_coded.faults import PHASES, FaultMode
-
     if not isinstance(mode, FaultMode):
         raise fail(plugin, f"registry.fault() takes a mpi_coded FaultMode, not {mode!r}")
     if not mode.name or ":" in mode.name or not mode.usage.startswith(mode.name + ":"):
@@ -209,26 +204,21 @@ class PluginRegistry(HookRegistrar):
             raise fail(self.plugin, str(exc)) from None
 
     def scheme(self, scheme: Scheme) -> Scheme:
+        # deferred: the coded schemes, off an elastic rank's path (its start)
         from mpi_coded.coded.schemes import REGISTRY
 
         check_scheme(scheme, self.plugin)
         return self._add(REGISTRY, scheme)
 
     def policy(self, policy: ElasticPolicy) -> ElasticPolicy:
-        from mpi_coded.cec.plan import POLICIES
-
         check_policy(policy, self.plugin)
         return self._add(POLICIES, policy)
 
     def workload(self, workload: Workload) -> Workload:
-        from mpi_coded.cec.workloads import WORKLOADS
-
         check_workload(workload, self.plugin)
         return self._add(WORKLOADS, workload)
 
     def fault(self, fault: FaultMode) -> FaultMode:
-        from mpi_coded.faults import FAULTS
-
         check_fault(fault, self.plugin)
         return self._add(FAULTS, fault)
 

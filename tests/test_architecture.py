@@ -393,6 +393,87 @@ def test_the_name_rule_finds_branches():
 
 # --- the shape of the runtime: short functions, typed records -------------------------------
 
+# --- deferred imports -----------------------------------------------------------------------
+#
+# An import inside a function stays only where it keeps a module (a rank's start above all)
+# from loading something heavy at import time (numba through mpi_coded.gf_kernels and the
+# codes' kernels, galois, matplotlib, pandas, scipy, mpi4py outside the runtime), and says
+# so in one comment: ``# deferred: why``, on its line or the line before (a run of
+# consecutive imports shares the comment before its first).  Every other import is at the top.
+
+DEFERRED_UNDER_EDIT = (  # (files under edit elsewhere; to do)
+    "mpi_coded/runtime/cec/machine.py",
+    "mpi_coded/runtime/cec/master.py",
+    "mpi_coded/runtime/cec/stores.py",
+)
+"""Files whose imports inside functions are not yet read by the rule: only these pass
+unread, and one whose every such import says why fails until it is unlisted."""
+
+
+def uncommented_deferred_imports(source: str) -> list[int]:
+    """The lines of the imports inside a function (or method) of ``source`` with no
+    ``# deferred:`` comment on their line or the line before their run of imports."""
+    lines = source.splitlines()
+    nodes: list[ast.stmt] = []
+
+    def visit(node: ast.AST, in_def: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_def and isinstance(child, (ast.Import, ast.ImportFrom)):
+                nodes.append(child)
+            visit(child, in_def or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    visit(ast.parse(source), False)
+    start_of = {n.end_lineno: n.lineno for n in nodes}  # an import's first line, by its last
+
+    def says_why(text: str) -> bool:
+        return "#" in text and "deferred:" in text[text.index("#"):]
+
+    bad = []
+    for n in sorted(nodes, key=lambda n: n.lineno):
+        first = n.lineno
+        while first - 1 in start_of:  # the run of imports this one ends
+            first = start_of[first - 1]
+        own = lines[n.lineno - 1:n.end_lineno]
+        before = lines[first - 2].strip() if first >= 2 else ""
+        if not any(says_why(t) for t in own) and not (before.startswith("#")
+                                                         and says_why(before)):
+            bad.append(n.lineno)
+    return bad
+
+
+def test_every_deferred_import_says_why():
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel not in DEFERRED_UNDER_EDIT:
+            bad += [f"{rel}:{n}" for n in uncommented_deferred_imports(path.read_text())]
+    assert bad == [], ("imports inside functions: move each to the top, or say why it is "
+                       "deferred (# deferred: ...) on its line or the line before")
+    done = [rel for rel in DEFERRED_UNDER_EDIT
+            if not uncommented_deferred_imports((ROOT / rel).read_text())]
+    assert done == [], "every import inside a function says why: unlist it"
+
+
+def test_the_deferred_import_rule_reads_comments():
+    src = ("import os\n"
+           "def f():\n"
+           "    import a\n"  # 3: no comment
+           "    # deferred: numba\n"
+           "    import b\n"
+           "    from c import (\n"
+           "        d)\n"  # the run of b's comment
+           "\n"
+           "    import e  # deferred: galois\n"
+           "    import g  # why not\n"  # 10: not its run's comment, nor deferred
+           "class K:\n"
+           "    x = __import__('os')\n"
+           "    def m(self):\n"
+           "        # deferred:\n"
+           "        y = 1\n"
+           "        import h\n")  # 16: the comment is not on the line before
+    assert uncommented_deferred_imports(src) == [3, 10, 16]
+
+
 MAX_FUNCTION_LINES = 60
 """No function or method longer than this (its ``def`` line to its last line) in the
 runtime and in the elastic config."""

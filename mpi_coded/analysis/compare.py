@@ -42,6 +42,13 @@ from mpi_coded.analysis import network as nm
 from mpi_coded.analysis.calibration.predict import PredictedSeconds, predict_seconds
 from mpi_coded.analysis.events import EventPrices, block_seconds, step_death_s
 from mpi_coded.analysis.shuffle_fit import ShuffleFit, TrainingCase, terms
+from mpi_coded.cec.plan import make_plan
+from mpi_coded.cec.uncoded import moves as uncoded_moves
+from mpi_coded.cec.uncoded import uncoded_split
+from mpi_coded.coded.job import CodedJob
+from mpi_coded.coded.mapend import map_phase_done
+from mpi_coded.coded.placement import build_placement
+from mpi_coded.coded.schemes import coded_params
 from mpi_coded.codes.work import Table
 from mpi_coded.results import CodedConfig, CodedRun, ElasticConfig, ElasticStep
 
@@ -84,8 +91,6 @@ def as_step(line: ElasticStep | Mapping[str, Any]) -> ElasticStep:
 def run_params(run: CodedRun | CodedConfig | Mapping[str, Any]) -> Any:
     """The job parameters (:class:`~mpi_coded.coded.params.CodedParams`) of a coded run or
     config line, built by its scheme object."""
-    from mpi_coded.coded.schemes import coded_params
-
     r: CodedRun | CodedConfig = (as_run(run) if isinstance(run, Mapping) else run)
     return coded_params(r.scheme, r.K, r.q, Fraction(str(r.mu)), r.rows_per_batch, r.n,
                         r.N, r.T, r.field)
@@ -133,8 +138,6 @@ def coded_model(run: CodedRun | Mapping[str, Any], multicast: str, net: nm.Netwo
     """The network model of one coded run line: the plan of its real finishing order
     (``finishing_order``; its ``Q`` must be the run's), priced on ``net`` (B.7);
     ``shuffle_s`` is the fitted shuffle (B.8) when ``fit`` is given."""
-    from mpi_coded.coded.placement import build_placement
-
     r = as_run(run)
     cn = nm.coded_network(build_placement(run_params(r)), net, multicast, "binomial",
                           r.finishing_order)
@@ -261,10 +264,6 @@ def map_model(run: CodedRun | Mapping[str, Any], t_row: float, straggler: str,
     server's target (:meth:`CodedJob.map_target`, the same draws as the run), the servers
     finishing in target order, the phase ending when the map-end rule holds (the scheme's
     cover rule, :func:`~mpi_coded.coded.mapend.map_phase_done`)."""
-    from mpi_coded.coded.job import CodedJob
-    from mpi_coded.coded.mapend import map_phase_done
-    from mpi_coded.coded.placement import build_placement
-
     r = as_run(run)
     p = run_params(r)
     pl = build_placement(p)
@@ -414,9 +413,6 @@ def elastic_model(steps: Sequence[ElasticStep | Mapping[str, Any]], config: Elas
     (docs/theory.md (B.7)); machines that died and joined (``fault_tolerance = "ulfm"``)
     at ``prices`` (docs/theory.md (A.9))."""
     prices = prices or EventPrices()
-    from mpi_coded.cec.plan import make_plan
-    from mpi_coded.cec.uncoded import moves as uncoded_moves
-    from mpi_coded.cec.uncoded import uncoded_split
 
     speeds = {i + 1: Fraction(str(s)) for i, s in enumerate(config.speeds)}
     machines = sorted(speeds)

@@ -105,13 +105,13 @@ class ShiftedGamma:
 
     def cdf(self, t: float | np.ndarray) -> float | np.ndarray:
         """``P(H_(i) <= t) = gamma(b, a (t - shift)) / Gamma(b)`` (lower incomplete Gamma)."""
-        from scipy.stats import gamma
+        from scipy.stats import gamma  # deferred: scipy, only for the gamma law (off a rank's path)
 
         out = gamma.cdf(np.asarray(t, dtype=np.float64) - self.shift, self.shape, scale=self.scale)
         return float(out) if np.ndim(out) == 0 else np.asarray(out)
 
     def pdf(self, t: float | np.ndarray) -> float | np.ndarray:
-        from scipy.stats import gamma
+        from scipy.stats import gamma  # deferred: scipy, only for the gamma law (off a rank's path)
 
         out = gamma.pdf(np.asarray(t, dtype=np.float64) - self.shift, self.shape, scale=self.scale)
         return float(out) if np.ndim(out) == 0 else np.asarray(out)

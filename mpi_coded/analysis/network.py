@@ -574,7 +574,8 @@ def price(phases: Mapping[str, Traffic], net: Network) -> dict[str, PhaseCost]:
 def uc_reference(p: CodedParams) -> CodedParams:
     """The uncoded job at ``p``'s ``K``, ``q``, ``mu``, ``m``, ``n``, ``N``, in ``p``'s
     field (so that the ratios compare values of one size)."""
-    from mpi_coded.coded.schemes import get  # the schemes' codes bring numba: when used
+    # deferred: the coded schemes, off an elastic rank's path (its start)
+    from mpi_coded.coded.schemes import get
 
     uc = get("uc")
     return runnable_params(CodedParams(uc, p.K, p.q, p.mu, p.m, p.n, p.N, 1, p.field_name))

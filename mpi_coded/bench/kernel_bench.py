@@ -11,6 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from mpi_coded.codes.cauchy import CauchyCode
+from mpi_coded.codes.rs_sub import RSSubCode
+from mpi_coded.fields import get_field
+
 
 def rs_reduce_speedup(m: int = 720, seed: int = 0, K: int = 9, q: int = 6) -> dict[str, Any]:
     """One unified reducer's decode at ``m`` (the ``(m K/q, m)`` code, ``m/q`` outputs, a
@@ -18,10 +22,8 @@ def rs_reduce_speedup(m: int = 720, seed: int = 0, K: int = 9, q: int = 6) -> di
     (``[I; Cauchy]``, a galois inverse per erasure pattern, then its product).  The speedup
     and both times (RS: best of 3, a fresh code each time; the inverse path once, its cache
     would make a second decode a mere product)."""
-    from mpi_coded.codes.cauchy import CauchyCode
+    # deferred: numba (rs_fft's kernels), only when benched
     from mpi_coded.codes.rs_fft import warm_up
-    from mpi_coded.codes.rs_sub import RSSubCode
-    from mpi_coded.fields import get_field
 
     f = get_field("gf2^16")
     f.warm_up()
@@ -60,9 +62,9 @@ def kernel_ratio(degree: int, shape: tuple[int, int, int]) -> float:
     """galois matmul time over :func:`mpi_coded.gf_kernels.gf_matmul` time on
     ``(m x k) @ (k x n)`` over GF(2^degree) (degree 8 or 16), medians of 3; the two
     products are checked equal first."""
-    import galois
+    import galois  # deferred: galois, only to check the products
 
-    from mpi_coded import gf_kernels
+    from mpi_coded import gf_kernels  # deferred: numba (gf_kernels), only when benched
 
     gf = galois.GF(2**degree)
     dt = np.uint8 if degree == 8 else np.uint16

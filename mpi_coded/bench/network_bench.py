@@ -28,10 +28,11 @@ appear only as data (:class:`BenchSizes`): the schemes' behaviour comes from the
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,9 @@ from mpi_coded.cluster.bench import (
     run_coded,
     run_elastic,
 )
+from mpi_coded.coded.schemes import coded_params as scheme_params
+from mpi_coded.coded.schemes import get as scheme_of
+from mpi_coded.errors import ConfigError
 from mpi_coded.rates import format_rate, parse_rate
 
 BANDS = {"100mbit": (0.85, 1.15), "1gbit": (0.7, 1.3)}
@@ -123,19 +127,14 @@ class BenchSizes:
 def coded_params(scheme: str, K: int, q: int, mu: str, m: int, n: int, N: int, T: int,
                  field_name: str) -> Any:
     """The runnable job of ``scheme`` at (about) ``m`` rows (``Scheme.rows_per_batch_for``)."""
-    from mpi_coded.coded.schemes import coded_params as make
-    from mpi_coded.coded.schemes import get
-
-    eta = get(scheme).rows_per_batch_for(K, q, mu, m)
-    return make(scheme, K, q, mu, eta, n, N, T, field_name)
+    eta = scheme_of(scheme).rows_per_batch_for(K, q, mu, m)
+    return scheme_params(scheme, K, q, mu, eta, n, N, T, field_name)
 
 
 def feasible_qs(K: int, mu: str, m: int, n: int, N: int, field_name: str,
                 scheme: str = "unified") -> list[int]:
     """Every ``q`` the runtime can run ``scheme`` at for ``K``, ``mu`` and some number of
     rows in ``[m, 4 m]``."""
-    from mpi_coded.errors import ConfigError
-
     out = []
     for q in range(1, K + 1):
         for cand in range(m, 4 * m + 1):
@@ -152,8 +151,6 @@ def feasible_qs(K: int, mu: str, m: int, n: int, N: int, field_name: str,
 def tradeoff_m(K: int, mu: str, m: int, n: int, N: int, field_name: str,
                qs: Sequence[int], scheme: str = "unified") -> int:
     """The smallest ``m' >= m`` at which every ``q`` of ``qs`` runs with ``m'`` rows."""
-    from mpi_coded.errors import ConfigError
-
     for cand in range(m, 4 * m + 1):
         try:
             if all(coded_params(scheme, K, q, mu, cand, n, N, 1, field_name).m == cand
@@ -381,8 +378,6 @@ def assemble(sz: BenchSizes, cal: Mapping[str, Any], coded: Coded,
 # --- running it --------------------------------------------------------------------------
 
 def _stderr(msg: str) -> None:
-    import sys
-
     print(f"[bench_network {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
@@ -456,10 +451,8 @@ class NetworkBench:
         return got
 
     def _params(self, scheme: str) -> Any:
-        from mpi_coded.coded.schemes import get
-
         sz = self.sz
-        T = sz.bdc_T if get(scheme).partitioned else 1
+        T = sz.bdc_T if scheme_of(scheme).partitioned else 1
         return coded_params(scheme, sz.K, sz.q, sz.mu, sz.m, sz.n, sz.N, T, sz.field)
 
     def tradeoff(self, c: BenchCluster) -> Tradeoff:
@@ -527,6 +520,4 @@ class NetworkBench:
 
 
 def _same_as(v: ShuffleSummary, mode: str) -> ShuffleSummary:
-    from dataclasses import replace
-
     return replace(v, same_as=mode)

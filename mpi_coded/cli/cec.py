@@ -7,8 +7,14 @@ import json
 from fractions import Fraction
 from typing import Any
 
+from mpi_coded.analysis import network as netmodel
+from mpi_coded.cec.config import CECConfig, load_config
 from mpi_coded.cec.plan import POLICIES, make_plan
+from mpi_coded.cec.resume import resume_point
+from mpi_coded.config_keys import add_flags, flag_keys
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.faults import FAULTS, parse_faults
+from mpi_coded.fields import FIELD_NAMES
 
 
 def _ints(text: str, name: str) -> list[int]:
@@ -52,9 +58,6 @@ def _network(args: argparse.Namespace, plan: Any, sp: dict[int, Fraction]
              ) -> dict[str, Any] | None:
     """``--rate``: the coded step and the uncoded baseline over the links (docs/theory.md
     (B.7)); None without it (then none of its options may be given)."""
-    from mpi_coded.analysis import network as netmodel
-    from mpi_coded.fields import FIELD_NAMES
-
     if args.rate is None:
         given = [f for f, v in (("--rate-of", args.rate_of), ("--alpha", args.alpha),
                                 ("--efficiency", args.efficiency), ("--cols", args.cols),
@@ -126,27 +129,20 @@ def register_plan(sub: Any) -> None:
 
 
 def cmd_run_cec(args: argparse.Namespace) -> int:
-    from mpi_coded.cec.config import CECConfig, load_config
-    from mpi_coded.config_keys import flag_keys
-    from mpi_coded.faults import parse_faults
-
     cfg = load_config(args.config).with_overrides(
         **{k: getattr(args, k) for k in flag_keys(CECConfig)})
     faults = parse_faults(args.fault, "cec", cfg.world_size)
     first = 1
     if args.resume:
-        from mpi_coded.cec.resume import resume_point
-
         first = resume_point(cfg, args.out)  # every rank reads it, before any MPI traffic
-    from mpi_coded.runtime.cec import job as cec_job  # imports mpi4py: MPI starts here
+    # deferred: mpi4py: MPI starts here, only for run cec
+    from mpi_coded.runtime.cec import job as cec_job
 
     return cec_job.run(cfg, args.out, faults, first)
 
 
 def fault_help(job: str) -> str:
     """``--fault``'s help: the usage of every fault mode of ``job`` registered now."""
-    from mpi_coded.faults import FAULTS
-
     return ("inject a fault (repeatable): " + ", ".join(
         m.usage for m in FAULTS.values() if job in m.jobs)).replace("%", "%%")
 
@@ -154,9 +150,6 @@ def fault_help(job: str) -> str:
 def register_run(sub: Any) -> None:
     """``run cec``: one override flag per declared key with a flag, its help the key's
     docs text and rule, as registered now (plugins' policies and workloads included)."""
-    from mpi_coded.cec.config import CECConfig
-    from mpi_coded.config_keys import add_flags
-
     p = sub.add_parser("cec", help="heterogeneous coded elastic computing (mpiexec -n N+1)")
     p.add_argument("--config", default=None, help="TOML config (default: the seed's example)")
     p.add_argument("--out", default="results/cec.jsonl", help="JSON-lines results file (appended)")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from typing import Any
 
-from mpi_coded.cluster import netns
+from mpi_coded.cluster import manage, netns, relaunch, slurm
 from mpi_coded.errors import EXIT_BAD_INPUT, ConfigError
 
 
@@ -98,8 +99,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _kill(args: argparse.Namespace) -> int:
-    from mpi_coded.cluster import manage
-
     try:
         host, killed = manage.kill_host(args.name, args.dir, args.host)
     except manage.ClusterError as exc:
@@ -120,8 +119,6 @@ def _fail(exc: Exception) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from mpi_coded.cluster import manage
-
     try:
         c, d, took = manage.up(args.name, args.hosts, args.slots, args.rate, args.rate_of,
                                args.dir, args.subnet, args.queue, args.tcp)
@@ -133,8 +130,6 @@ def _up(args: argparse.Namespace) -> int:
           f"queues {_queue(c.queue_bytes)}, TCP {c.tcp}, {c.slots} slots each; "
           f"up in {took:.2f} s; state in {d}")
     if args.slurm:
-        from mpi_coded.cluster import slurm
-
         try:
             info = slurm.start(c, d)
         except manage.ClusterError as exc:
@@ -146,8 +141,6 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mpi_coded.cluster import manage
-
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
@@ -158,8 +151,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _relaunch(args: argparse.Namespace) -> int:
-    from mpi_coded.cluster import manage, relaunch
-
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
@@ -174,8 +165,6 @@ def _relaunch(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from mpi_coded.cluster import manage
-
     try:
         st = manage.status(args.name, args.dir)
     except manage.ClusterError as exc:
@@ -198,8 +187,6 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from mpi_coded.cluster import manage
-
     try:
         c, took = manage.down(args.name, args.dir)
     except manage.ClusterError as exc:
@@ -210,10 +197,6 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _env(args: argparse.Namespace) -> int:
-    import shlex
-
-    from mpi_coded.cluster import manage, slurm
-
     try:
         c, d = manage.load(args.name, args.dir)
     except manage.ClusterError as exc:
@@ -228,8 +211,6 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _link(args: argparse.Namespace) -> int:
-    from mpi_coded.cluster import manage
-
     try:
         host = manage.set_link(args.name, args.dir, args.host, args.state)
     except manage.ClusterError as exc:

@@ -20,8 +20,11 @@ import json
 from typing import Any
 
 from mpi_coded.analysis.loads import check_reference
+from mpi_coded.cli.cec import fault_help
+from mpi_coded.coded.job import KEY_CLASSES, load_job
 from mpi_coded.coded.schemes import get, names
 from mpi_coded.config_keys import add_flags, flag_keys
+from mpi_coded.faults import parse_faults
 
 LOAD_SCHEMES = names(closed_form_load=True)
 """The built-in schemes with a closed-form load (uc, cmr, sc, unified); ``load``'s
@@ -81,13 +84,11 @@ def register_load(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _run_coded(args: argparse.Namespace) -> int:
-    from mpi_coded.coded.job import KEY_CLASSES, load_job
-
     job = load_job(args.config, {k: getattr(args, k) for k in flag_keys(*KEY_CLASSES)})
-    from mpi_coded.faults import parse_faults
 
     faults = parse_faults(args.fault, "coded", job.world_size)
-    from mpi_coded.runtime.coded import job as coded_job  # imports mpi4py: MPI starts here
+    # deferred: mpi4py: MPI starts here, only for run coded
+    from mpi_coded.runtime.coded import job as coded_job
 
     return coded_job.run(job, args.out, faults)
 
@@ -96,14 +97,11 @@ def register_run(subparsers: Any) -> argparse.ArgumentParser:
     """``run coded``: the coded matrix-vector job under mpiexec -n K+1.  One flag per
     declared key of the job (docs/coded.md, "Keys"), built now: ``--scheme``'s help names
     the schemes registered at this moment."""
-    from mpi_coded.coded.job import KEY_CLASSES
-
     p = subparsers.add_parser(
         "coded", help="coded matrix-vector products with straggling servers (mpiexec -n K+1)")
     p.add_argument("--config", default=None, help="TOML file with the same keys as the flags")
     add_flags(p, *KEY_CLASSES)
     p.add_argument("--out", default="results/coded.jsonl", help="JSON-lines results (appended)")
-    from mpi_coded.cli.cec import fault_help
 
     p.add_argument("--fault", action="append", default=None, metavar="FAULT",
                    help=fault_help("coded") + " (@STEP: the repetition)")

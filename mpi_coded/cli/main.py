@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from mpi_coded import __version__
 from mpi_coded.errors import EXIT_BAD_INPUT, ConfigError, launcher_rank
 
 EXIT_BROKEN_PIPE = 141
@@ -44,7 +45,6 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
         description="A real MPI cluster for coded distributed computing: coded elastic "
         "computing (run cec, plan cec) and coded matrix-vector products with straggling "
         "servers (run coded, load, model, solve).")
-    from mpi_coded import __version__
 
     parser.add_argument("--version", action="version", version=f"mpi-coded {__version__}")
     parser.add_argument("--plugin", action="append", default=[], metavar="PATH_OR_MODULE",
@@ -55,6 +55,7 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
                              "docs/architecture.md#plugins)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     if only == ELASTIC_RUN:
+        # deferred: numpy not before single_threaded_blas(); a run cec rank loads its command only
         from mpi_coded.cli import cec as cec_commands
 
         run = sub.add_parser("run", help="run a job under mpiexec")
@@ -63,6 +64,7 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
         cec_commands.register_run(run_sub)
         return parser
 
+    # deferred: numpy not before single_threaded_blas(); these bring the coded schemes
     from mpi_coded.cli import analysis as analysis_commands
     from mpi_coded.cli import cec as cec_commands
     from mpi_coded.cli import cluster as cluster_commands
@@ -103,6 +105,7 @@ def load_plugins(argv: Sequence[str]) -> list[str]:
     parser is built, so that their names are choices; the arguments without ``--plugin``.
     The jobs this process starts (sweeps, benches) load the same: they are exported in
     ``MPI_CODED_PLUGINS`` (files as absolute paths)."""
+    # deferred: the registries and numpy, not before single_threaded_blas()
     from mpi_coded import plugins
 
     specs, rest = plugins.split_plugin_args(argv)

@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 from mpi_coded.errors import EXIT_BAD_INPUT
+from mpi_coded.plotting import PlotUnavailable
+from mpi_coded.report import ReportError, write_report
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -31,9 +33,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mpi_coded.plotting import PlotUnavailable
-    from mpi_coded.report import ReportError, write_report
-
     if args.cores is not None and args.cores < 1:
         print(f"mpi-coded: error: cores: must be an integer >= 1 (got {args.cores})",
               file=sys.stderr)

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import socket
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from mpi_coded.errors import require
+from mpi_coded.cec.config import load_config, npy_shape
+from mpi_coded.cec.data import make_data
+from mpi_coded.cec.workloads import WORKLOADS
+from mpi_coded.errors import ConfigError, require
+from mpi_coded.fields import get_field
+from mpi_coded.store.blocks import Expect, scan, verify
+from mpi_coded.store.encode import placement, write_store
+from mpi_coded.store.manifest import MANIFEST, host_dir
+from mpi_coded.store.source import ArrayRows, NpyRows
 
 
 def _ints(text: str | None, name: str, N: int) -> list[int]:
-    from mpi_coded.errors import ConfigError
-
     if not text:
         return list(range(1, N + 1))
     try:
@@ -26,14 +35,8 @@ def _ints(text: str | None, name: str, N: int) -> list[int]:
 
 
 def _job(args: argparse.Namespace) -> Any:
-    from mpi_coded.cec.config import load_config
-
     cfg = load_config(args.config)
     if getattr(args, "data", None):
-        import dataclasses
-
-        from mpi_coded.cec.config import npy_shape
-
         shape, _ = npy_shape(args.data)
         require(len(shape) == 2, "--data", "must hold a 2-D matrix X", shape)
         cfg = dataclasses.replace(cfg, data=args.data, rows=shape[0], cols=shape[1]).validate()
@@ -41,15 +44,6 @@ def _job(args: argparse.Namespace) -> Any:
 
 
 def cmd_store_write(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from mpi_coded.cec.data import make_data
-    from mpi_coded.cec.workloads import WORKLOADS
-    from mpi_coded.fields import get_field
-    from mpi_coded.store.encode import placement, write_store
-    from mpi_coded.store.manifest import MANIFEST, host_dir
-    from mpi_coded.store.source import ArrayRows, NpyRows
-
     cfg = _job(args)
     field = get_field(cfg.field)
     hosts = [h for h in (args.hosts or "").split(",") if h]
@@ -85,12 +79,6 @@ def cmd_store_check(args: argparse.Namespace) -> int:
     """Scan a host's store directory against the job, read each block against its
     checksums (marking those that pass, :mod:`mpi_coded.store.marks`); exit 1 when any
     block is unusable."""
-    import sys
-
-    from mpi_coded.cec.workloads import WORKLOADS
-    from mpi_coded.fields import get_field
-    from mpi_coded.store.blocks import Expect, scan, verify
-
     cfg = _job(args)
     want = Expect(get_field(cfg.field), cfg.rows, cfg.cols, cfg.L, cfg.N,
                   WORKLOADS.lookup(cfg.workload).products == 2, None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from mpi_coded import results
+from mpi_coded.proctree import kill_tree
+from mpi_coded.rates import parse_rate
 from mpi_coded.results import CodedRun, ElasticConfig, ElasticStep
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository: the jobs' working directory."""
@@ -90,8 +98,6 @@ class BenchCluster:
     def run(self, n: int, program: list[str], timeout: float = 600.0) -> str:
         """``cluster run -- mpiexec -n n PROGRAM`` in its own process group (killed with
         every rank on a timeout or an interruption); its output."""
-        from mpi_coded.proctree import kill_tree
-
         exe = Path(sys.executable).parent / "mpiexec"
         cmd = [sys.executable, "-m", "mpi_coded", "cluster", "run", "--name", self.name,
                "--dir", str(self.dir), "--timeout", str(timeout), "--", str(exe), "-n",
@@ -176,11 +182,6 @@ def run_elastic(c: BenchCluster, toml: str, out: Path
                 ) -> tuple[ElasticConfig, list[ElasticStep]]:
     """Run the elastic job of the config ``toml`` on ``c`` (``replay``: read ``out``); its
     config line and step lines, every step verified (else :class:`BenchFailed`)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-
     cfg_path = out.with_suffix(".toml")
     if not c.replay:
         cfg_path.write_text(toml)
@@ -220,8 +221,6 @@ def fit_link(points: Sequence[tuple[int, float]], rate_bps: float) -> dict[str, 
 
 
 def _median(xs: Sequence[float]) -> float:
-    import statistics
-
     return float(statistics.median(xs))
 
 
@@ -233,8 +232,6 @@ def calibrate(c: BenchCluster, sizes: Sequence[int], reps: int, hosts: int, out_
     (``fabric``: the bits per second all links carry together on this machine; the
     ``exchange_efficiency``).  Saved as ``calibration-RATE.json`` in ``out_dir`` (what
     ``replay`` reads)."""
-    from mpi_coded.rates import parse_rate
-
     saved = out_dir / f"calibration-{c.rate}.json"
     if c.replay:
         return dict(json.loads(saved.read_text()))

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpi_coded.cluster import netns
+from mpi_coded.cluster import netns, slurm
 from mpi_coded.cluster.netns import (  # find_tool, tool_path: re-exported
     ClusterError,
     EmulatedCluster,
@@ -33,6 +33,7 @@ from mpi_coded.cluster.netns import (  # find_tool, tool_path: re-exported
     tool_path,
 )
 from mpi_coded.errors import require
+from mpi_coded.proctree import kill_tree
 
 STATE_ROOT = Path("/run/mpi-coded")
 STATE_FILE = "cluster.json"
@@ -232,7 +233,6 @@ def pids_in(netns: str) -> list[int]:
 
 def teardown(c: EmulatedCluster, d: Path) -> float:
     t0 = time.perf_counter()
-    from mpi_coded.cluster import slurm
 
     slurm.stop(c, d)
     kill_processes_in(c)
@@ -277,7 +277,6 @@ def status(name: str, directory: str | None) -> dict[str, Any]:
     c, d = load(name, directory)
     present = existing_netns()
     count = counters(c)
-    from mpi_coded.cluster import slurm
 
     hosts = [{"host": h.name, "address": h.address, "netns": h.netns,
               "netns_present": h.netns in present, "port": h.port, "rate": h.rate,
@@ -482,8 +481,6 @@ def run(name: str, directory: str | None, command: list[str], timeout: float | N
     try:
         rc = proc.wait(timeout=timeout)
     except BaseException as exc:
-        from mpi_coded.proctree import kill_tree
-
         kill_tree(proc.pid)
         proc.wait()
         if isinstance(exc, subprocess.TimeoutExpired):

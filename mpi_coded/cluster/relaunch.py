@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import selectors
 import subprocess
 import sys
 import time
@@ -35,8 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mpi_coded.cluster import manage
 from mpi_coded.cluster.netns import EmulatedCluster, Host
 from mpi_coded.errors import ConfigError, require
+from mpi_coded.proctree import kill_tree
+from mpi_coded.results import CEC, CONFIG, STEP, SUMMARY, kind_of, read_results, records
 
 EXIT_BAD_INPUT = 2
 STEP_ROW = re.compile(r"^\s*(\d+)\s+[\d,]+\s+\S+\s+\S+\s+.*\s(yes|NO)\b")
@@ -126,8 +130,6 @@ def relaunch_command(command: Sequence[str], n: int, resume: bool) -> list[str]:
 
 def has_steps(path: str) -> bool:
     """Whether the results file at ``path`` holds a step line of the elastic job."""
-    from mpi_coded.results import CEC, STEP, kind_of, read_results, records
-
     try:
         return any(kind_of(r) == STEP for r in records(read_results(path), job=CEC))
     except (OSError, ValueError):
@@ -175,8 +177,6 @@ GRACE_S = 5.0
 
 def results_lines(path: str) -> list[dict[str, Any]]:
     """Every line of the results file at ``path`` ([] when it cannot be read yet)."""
-    from mpi_coded.results import read_results
-
     try:
         return read_results(path)
     except (OSError, ValueError):
@@ -197,8 +197,6 @@ def own_summary(lines: Sequence[dict[str, Any]]) -> bool:
     host was lost early in a long job (issue 45).  The one case this cannot tell apart is
     a summary of the same first step written after the new job's config line: the job
     before did no step and its master outlived its launcher by the new job's whole start."""
-    from mpi_coded.results import CEC, CONFIG, SUMMARY, kind_of, records
-
     first: object = None
     for r in records(lines, job=CEC):
         if kind_of(r) == CONFIG:
@@ -211,8 +209,6 @@ def own_summary(lines: Sequence[dict[str, Any]]) -> bool:
 
 def completed(path: str) -> bool:
     """Whether the last summary line of ``path`` says the job ran to its end verified."""
-    from mpi_coded.results import CEC, SUMMARY, kind_of, read_results, records
-
     try:
         last = [r for r in records(read_results(path), job=CEC) if kind_of(r) == SUMMARY]
     except (OSError, ValueError):
@@ -236,13 +232,10 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: 
     whatever its launcher does) the launcher has :data:`GRACE_S` seconds to end: a
     launcher waiting for a daemon on a host that vanished without closing its connection
     would wait for ever."""
-    from mpi_coded.proctree import kill_tree
-
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True,
                             start_new_session=True, bufsize=1)
     deadline = time.monotonic() + timeout
     assert proc.stdout is not None
-    import selectors
 
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
@@ -286,8 +279,6 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: 
 def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeout: float,
               report: str | None, events: Callable[[float], list[dict[str, Any]]]) -> int:
     """The loop of the module docstring; the last launch's exit status."""
-    from mpi_coded.cluster import manage
-
     _, n0 = ranks_arg(command)
     out = out_arg(command)
     all_hosts = list(c.hosts)

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from mpi_coded import results
+from mpi_coded.cec.config import load_config
+from mpi_coded.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -130,9 +132,6 @@ def job_args(point: dict[str, Any], base: Path | None, cfg_dir: Path, index: int
 
     Validates the point the way the job will (exit 2 before any launch on bad input).
     """
-    from mpi_coded.cec.config import load_config
-    from mpi_coded.errors import ConfigError
-
     flags = {k: v for k, v in point.items() if k in FLAG_KEYS}
     keys = {k: v for k, v in point.items() if k not in FLAG_KEYS}
     cfg_path = base

@@ -191,7 +191,7 @@ def _gf_tables(degree: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(LOG, EXP, MT)``: ``EXP[LOG[a] + LOG[b]] = a b`` for all ``a, b`` (zeros included);
     ``MT`` the full product table for GF(2^8) (empty for GF(2^16)).  The tables of
     :mod:`mpi_coded.gf_kernels` (one construction, galois's default polynomials)."""
-    from mpi_coded import gf_kernels
+    from mpi_coded import gf_kernels  # deferred: numba (gf_kernels), only for GF products
 
     t = gf_kernels.tables(degree)
     return t.log.astype(np.int64), t.exp, t.mul_table
@@ -323,6 +323,7 @@ class _Peeled:
 def _peel(indptr: np.ndarray, indices: np.ndarray, m: int, inactivation: bool) -> _Peeled:
     """Symbolic phase (module docstring, step 1) on the structure of ``Psi_R``: the numba
     kernel :func:`mpi_coded.codes.lt_kernels.peel` (the choices of :func:`_peel_reference`)."""
+    # deferred: numba (lt_kernels), only when peeling with the kernel
     from mpi_coded.codes import lt_kernels
 
     rows, cols, wave_ptr, inactive, used, complete = lt_kernels.peel(
@@ -492,7 +493,7 @@ class LTCode:
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the decoding kernels
         (:func:`mpi_coded.codes.lt_kernels.warm_up`), so that no timed phase pays for them."""
-        from mpi_coded.codes import lt_kernels
+        from mpi_coded.codes import lt_kernels  # deferred: numba (lt_kernels), only when warming up
 
         lt_kernels.warm_up()
 
@@ -501,6 +502,7 @@ class LTCode:
                    ) -> tuple[np.ndarray, np.ndarray]:
         """Step 2: ``(Z, T)`` (the numba kernel over float64, else numpy)."""
         if self.field == "float64" and not reference:
+            # deferred: numba (lt_kernels), only when decoding with the kernel
             from mpi_coded.codes import lt_kernels
 
             return lt_kernels.propagate(indptr, indices, coeffs, self.m,

@@ -71,7 +71,8 @@ def fft_encode_kernel(n: int, k: int, vectors: int) -> Kernel:
     cache: per counted operation they take 1.3-1.5x the small ones alone, and more beside
     other ranks (docs/theory.md (C.4); measured: docs/benchmarks.md)."""
     cols = min(vectors, PARITY_CHUNK)
-    from mpi_coded.codes.rs_fft import fft_encode_points  # numba: only when RS is priced
+    # deferred: numba (rs_fft's kernels), only when RS is priced
+    from mpi_coded.codes.rs_fft import fft_encode_points
 
     big = fft_encode_points(n, k) * cols * 2 > LARGE_FFT_BYTES
     return Kernel.RS_FFT_ENCODE_LARGE if big else Kernel.RS_FFT_ENCODE
@@ -96,6 +97,7 @@ def generator_decode_work(field: str, k: int, vectors: int, cached: bool = False
 
 def fft_encode_work(n: int, k: int, vectors: int) -> list[W.Work]:
     """The FFT parity of ``vectors`` columns (all ``n - k`` parity rows) and its call."""
+    # deferred: numba (rs_fft's kernels), only when RS runs
     from mpi_coded.codes.rs_fft import fft_encode_ops
 
     return [W.Work(fft_encode_kernel(n, k, vectors), fft_encode_ops(n, k, vectors)),
@@ -104,6 +106,7 @@ def fft_encode_work(n: int, k: int, vectors: int) -> list[W.Work]:
 
 def fft_decode_work(n: int, k: int, vectors: int) -> list[W.Work]:
     """FFT erasure decoding of ``vectors`` columns (one pattern) and its call."""
+    # deferred: numba (rs_fft's kernels), only when RS runs
     from mpi_coded.codes.rs_fft import fft_decode_ops
 
     return [W.Work(Kernel.RS_FFT_DECODE, fft_decode_ops(n, k, vectors)), W.call()]
@@ -187,7 +190,8 @@ class RSSubCode:
         self.field = field
         self.n = n
         self.k = k
-        from mpi_coded.codes.rs_fft import RSCode  # its module defines numba kernels
+        # deferred: numba (rs_fft's kernels), only when an RS code is built
+        from mpi_coded.codes.rs_fft import RSCode
 
         self.rs = RSCode(n, k)
         self.table = table
@@ -201,6 +205,7 @@ class RSSubCode:
 
     def warm_up(self) -> None:
         """Compile (or load from numba's cache) the FFT kernels before anything is timed."""
+        # deferred: numba (rs_fft's kernels), only when warming up
         from mpi_coded.codes.rs_fft import warm_up
 
         warm_up()

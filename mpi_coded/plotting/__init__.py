@@ -46,6 +46,7 @@ class FigError(Exception):
 def require() -> Any:
     """The ``matplotlib.figure`` module; :class:`PlotUnavailable` without matplotlib."""
     try:
+        # deferred: matplotlib, only for figures
         import matplotlib
         import matplotlib.figure
     except ImportError:

@@ -13,6 +13,7 @@ from typing import Any
 
 from mpi_coded import plotting
 from mpi_coded.plotting import POLICY_COLORS, SCHEME_COLORS, FigError
+from mpi_coded.rates import format_rate, parse_rate
 
 
 def figure_rs_bdc_vs_T(plt: Any, bench: dict[str, Any], out: Path) -> dict[str, Any]:
@@ -91,8 +92,6 @@ NETWORK_COLORS = {"uc": "tab:blue", "cmr": "tab:green", "unified": SCHEME_COLORS
 
 def _rate_bps(rate: str) -> float:
     """A link rate (``100mbit``) in bit/s."""
-    from mpi_coded.rates import parse_rate
-
     return float(parse_rate(rate, "rate"))
 
 
@@ -138,8 +137,6 @@ def network_arrays(bench: dict[str, Any]) -> dict[str, Any]:
 
 def _rate_axis(ax: Any, rates: list[float]) -> None:
     """A log x axis with one tick per rate, labelled as rates are written."""
-    from mpi_coded.rates import format_rate
-
     ax.set_xscale("log")
     ax.set_xticks(rates)
     ax.set_xticklabels([format_rate(int(r)) for r in rates])

@@ -31,8 +31,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mpi_coded import results
+from mpi_coded.analysis.bdc_load import LoadEvaluator, make_instance
 from mpi_coded.analysis.model import Prediction, model_params, predict
+from mpi_coded.coded.assignment import heuristic_assignment
 from mpi_coded.coded.params import CodedParams
 from mpi_coded.coded.schemes import get as get_scheme
 from mpi_coded.errors import ConfigError
@@ -125,8 +129,6 @@ def model_of(scheme: str, setting: Setting, T: int, assignment: str = "") -> Pre
         K, q, mu, m, n, N, fld = setting
         P = None
         if assignment:
-            import numpy as np
-
             if not Path(assignment).is_file():
                 raise FigError(f"the bdc runs used the assignment {assignment}, which is "
                                "not there: the model needs it")
@@ -156,11 +158,6 @@ def model_load_at_Q(p: Point, r: CodedRun) -> float:
     :class:`mpi_coded.analysis.bdc_load.LoadEvaluator`): the measured load must equal it."""
     key = (p.setting, p.T, p.assignment, tuple(sorted(r.Q)), int(r.rows_per_batch))
     if key not in _LOAD_AT_Q:
-        import numpy as np
-
-        from mpi_coded.analysis.bdc_load import LoadEvaluator, make_instance
-        from mpi_coded.coded.assignment import heuristic_assignment
-
         K, q, mu, m, n, N, fld = p.setting
         inst = make_instance(K, q, Fraction(mu), int(r.rows_per_batch), p.T)
         P = (np.load(p.assignment) if p.assignment else

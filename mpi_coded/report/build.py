@@ -21,6 +21,7 @@ from typing import Any
 
 import mpi_coded.report.html as H
 from mpi_coded import plotting
+from mpi_coded.analysis import calibration, compare
 from mpi_coded.errors import ConfigError
 from mpi_coded.report.sections import (
     Model,
@@ -53,8 +54,6 @@ def calibrated_model(path: str | os.PathLike[str], cores: int | None = None) -> 
     (:class:`ReportError` if it cannot be read): the wall seconds of each phase at the
     job's parameters, with its servers sharing ``cores`` (default: the cores its config
     line recorded when every rank ran on one node; else a core per server)."""
-    from mpi_coded.analysis import calibration, compare  # the model: only for --calibration
-
     try:
         table = calibration.load(str(path))
     except (OSError, ValueError, KeyError, ConfigError) as exc:

@@ -11,16 +11,15 @@ import socket
 import sys
 from typing import Any, ClassVar
 
+import numpy as np
+
+from mpi_coded import __version__
 from mpi_coded.results.names import RUN_FAILED
 from mpi_coded.results.record import Part, Record, optional
 
 
 def run_context() -> dict[str, Any]:
     """Host and versions, for reproducibility."""
-    import numpy as np
-
-    from mpi_coded import __version__
-
     return {
         "host": socket.gethostname(),
         "python": sys.version.split()[0],

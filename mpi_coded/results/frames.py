@@ -64,7 +64,7 @@ def frame(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     >>> steps[["step", "predicted_s", "wall_s", "verified"]]  # doctest: +SKIP
     """
     try:
-        import pandas as pd
+        import pandas as pd  # deferred: pandas, only for frames
     except ImportError:
         raise ImportError("frame() needs pandas (pip install pandas, or the 'report' "
                           "extra)") from None

@@ -19,6 +19,7 @@ waits: the lock is a courtesy, never a reason to fail."""
 from __future__ import annotations
 
 import fcntl
+import fractions
 import json
 import os
 import stat
@@ -27,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from mpi_coded.results.names import SCHEMA_KEY, SCHEMA_VERSION
 from mpi_coded.results.record import Record
@@ -37,10 +40,6 @@ WATCHER_WAIT_S = 10.0
 
 def jsonable(x: Any) -> Any:
     """Convert numpy scalars/arrays and Fractions to JSON types."""
-    import fractions
-
-    import numpy as np
-
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from mpi4py import MPI
 
 BURST = 200
 """Header-sized messages of the calibration's burst (``alpha``: seconds per message)."""
@@ -50,8 +51,6 @@ def _round_trips(comm: Any, size: int, reps: int) -> list[float]:
 
 def _burst(comm: Any, reps: int) -> list[float]:
     """Seconds per message of :data:`BURST` header-sized messages sent back to back."""
-    from mpi4py import MPI
-
     rank = comm.Get_rank()
     ack = np.zeros(1, dtype=np.uint8)
     small = [np.ones(64, dtype=np.uint8) for _ in range(BURST)]
@@ -71,8 +70,6 @@ def _burst(comm: Any, reps: int) -> list[float]:
 
 def stream(sizes: Sequence[int], reps: int) -> None:
     """One stream between ranks 0 and 1 at each size, then the burst (module docstring)."""
-    from mpi4py import MPI
-
     comm = MPI.COMM_WORLD
     hosts = comm.gather(socket.gethostname(), root=0)
     out = {str(size): _round_trips(comm, size, reps) for size in sizes}
@@ -84,8 +81,6 @@ def stream(sizes: Sequence[int], reps: int) -> None:
 def exchange(nbytes: int, reps: int) -> None:
     """Every rank but 0 sends ``nbytes`` to the others at once (module docstring); rank 0
     prints the slowest rank's seconds per round."""
-    from mpi4py import MPI
-
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     peers = [r for r in range(1, size) if r != rank]

@@ -24,7 +24,7 @@ import numpy as np
 
 from mpi_coded.codes.mds import systematic_mds
 from mpi_coded.errors import ConfigError
-from mpi_coded.fields import Field
+from mpi_coded.fields import Field, get_field
 from mpi_coded.store import checksum, marks
 from mpi_coded.store.manifest import MANIFEST, BlockEntry, Manifest, host_dir, read_manifest
 
@@ -115,8 +115,6 @@ def cheap_check(d: Path, m: Manifest, n: int, which: int) -> str | None:
 
 
 def m_dtype(m: Manifest) -> str:
-    from mpi_coded.fields import get_field
-
     return str(get_field(m.field).dtype)
 
 

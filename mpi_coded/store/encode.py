@@ -30,7 +30,14 @@ from mpi_coded.codes.mds import systematic_mds
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.fields import Field
 from mpi_coded.store import checksum, marks
-from mpi_coded.store.manifest import BlockEntry, Manifest, block_name, host_dir
+from mpi_coded.store.manifest import (
+    MANIFEST,
+    BlockEntry,
+    Manifest,
+    block_name,
+    host_dir,
+    read_manifest,
+)
 from mpi_coded.store.sketch import SketchBuilder
 from mpi_coded.store.source import CHUNK_BYTES, Rows
 
@@ -225,8 +232,6 @@ def write_store(src: Rows, field: Field, L: int, N: int, template: str,
 def _existing(d: Path, ident: Manifest) -> Manifest | None:
     """The directory's manifest when it is one of this store (more blocks are added to it);
     None when there is none; ConfigError when it belongs to another store."""
-    from mpi_coded.store.manifest import MANIFEST, read_manifest
-
     if not (d / MANIFEST).is_file():
         return None
     old = read_manifest(d)

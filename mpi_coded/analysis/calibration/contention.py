@@ -12,6 +12,7 @@ measured ratio below 1 (noise) is raised to 1.0 and reported likewise.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import time
 from collections.abc import Callable
@@ -19,7 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from mpi_coded.coded.code import build_code
+from mpi_coded.coded.placement import build_placement
+from mpi_coded.coded.schemes import coded_params
 from mpi_coded.codes.prices import Contention
+from mpi_coded.fields import get_field
 
 OVER_PER_CORE = 4
 """``contention_over`` is measured with this many processes per core."""
@@ -41,8 +46,7 @@ def _mix(quick: bool) -> Callable[[], None]:
     """A rank's compute-bound work: RS FFT parity (transforms that fit a core's cache, the
     ``rs_fft_encode`` class: 1024 points over 1024 columns) and decoding, a 250-row GF
     product."""
-    from mpi_coded.codes import rs_fft
-    from mpi_coded.fields import get_field
+    from mpi_coded.codes import rs_fft  # deferred: numba (rs_fft's kernels), only for the RS mix
 
     rng = np.random.default_rng(1)
     f = get_field("gf2^16")
@@ -69,11 +73,6 @@ def _mix_memory(quick: bool) -> Callable[[], None]:
     products over all partitions.  It inflates about as much as the jobs' reducers do; a
     decoding of the same partitions in one process, on values that stay in cache, much
     less, so it is not part of the mix (measured: docs/benchmarks.md)."""
-    from mpi_coded.coded.code import build_code
-    from mpi_coded.coded.placement import build_placement
-    from mpi_coded.coded.schemes import coded_params
-    from mpi_coded.fields import get_field
-
     rng = np.random.default_rng(2)
     f = get_field("gf2^16")
     eta, n, Ts = (25, 1200, (100, 300)) if quick else (250, 6000, (1000, 3000))
@@ -133,8 +132,6 @@ def _contention(mix: str, cores: int, quick: bool) -> tuple[float, float]:
     of ``cores`` and of ``OVER_PER_CORE x cores`` processes computing at once, over
     one process's alone (:func:`_worker`; CPU seconds: what the sharing of the cores does
     not explain)."""
-    import multiprocessing
-
     procs = OVER_PER_CORE * cores
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(procs, timeout=CONTENTION_TIMEOUT)
@@ -157,8 +154,6 @@ def measure_contention(quick: bool = False) -> tuple[dict[str, float], dict[str,
     ``problems`` names each factor that is not a measurement: 1.0 because it could not be
     measured (no ``fork``: measure it by running a job; a worker died or timed out), or a
     measured ratio below 1 raised to 1.0."""
-    import multiprocessing
-
     out = {str(key): 1.0 for pair in FACTORS.values() for key in pair}
     problems: dict[str, str] = {}
     if "fork" not in multiprocessing.get_all_start_methods():

@@ -250,7 +250,7 @@ def fit(observations: Sequence[Observation], cores: int | None,
     bounded to ``[1/100, 100]``), ``map`` the median of measured over predicted map where
     measured; a kind no observation identifies (:data:`IDENTIFIED_SHARE`) keeps 1
     (``fixed``)."""
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares  # deferred: scipy, only when a fit runs
 
     obs = list(observations)
     if not obs:

@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 
 from mpi_coded.analysis.calibration.contention import measure_contention
+from mpi_coded.coded.code import PartitionCode, build_code
+from mpi_coded.coded.schemes import coded_params
+from mpi_coded.codes.cauchy import CauchyCode
 from mpi_coded.codes.prices import KEYS, FieldOp, Kernel
+from mpi_coded.codes.rs_sub import fft_encode_kernel
+from mpi_coded.codes.work import price
+from mpi_coded.fields import get_field
+from mpi_coded.gf_costs import product_ns
 
 FLOORS: dict[FieldOp | Kernel, float] = {
     FieldOp.THIN: 1e-13, FieldOp.THIN_OPERAND: 1e-13, FieldOp.INVERSE: 1e-12,
@@ -81,8 +88,6 @@ def product_price(f: Any, shapes: Sequence[tuple[int, int, int]],
     over its estimate; of the shapes, the geometric mean, so that every shape counts the
     same (a sum would be the largest shape's price, and under-price the short products a
     code with many partitions runs by 1.3-1.6x: docs/benchmarks.md)."""
-    from mpi_coded.gf_costs import product_ns
-
     logs = []
     for m_, k_, n_ in shapes:
         x, y = f.random((m_, k_), rng), f.random((k_, n_), rng)
@@ -98,8 +103,6 @@ def measure_products(deg: int, quick: bool, out: Measurement,
     element ``= thin_operand + rows x thin``), the blocked ones (``product``, seconds over
     the estimate's ns, geometric mean over the shapes: :func:`product_price`), the map's
     chunk (``map``); ``matmul`` 0."""
-    from mpi_coded.fields import get_field
-
     f = get_field(f"gf2^{deg}")
     f.warm_up()
     field_ = f"gf2^{deg}"
@@ -125,8 +128,6 @@ def measure_products(deg: int, quick: bool, out: Measurement,
 def measure_inverse(deg: int, quick: bool, out: Measurement) -> None:
     """An inverse over GF(2^deg): ``k`` pivot steps of ``k^2`` updates, fitted on two sizes
     (``inverse`` per ``k^3``, ``inverse_step`` per step)."""
-    from mpi_coded.fields import get_field
-
     f = get_field(f"gf2^{deg}")
     field_ = f"gf2^{deg}"
     f.inv(f.cauchy(4, 4))  # compile galois's inverse before timing it
@@ -143,9 +144,6 @@ def measure_inverse(deg: int, quick: bool, out: Measurement) -> None:
 def measure_call(out: Measurement, rng: np.random.Generator) -> None:
     """One sub-code call on a tiny partition: the Python work around a kernel (what a code
     with many short partitions pays per partition)."""
-    from mpi_coded.codes.cauchy import CauchyCode
-    from mpi_coded.fields import get_field
-
     f16 = get_field("gf2^16")
     tiny = CauchyCode(f16, 9, 6)
     small = f16.random((6, 4), rng)
@@ -171,11 +169,6 @@ def measure_place(quick: bool, out: Measurement, rng: np.random.Generator) -> No
     outputs), per partition: what a decoding of many short systematic partitions takes
     beyond the rest of its listed work (the copies, the one sub-code call), priced with the
     values measured so far (``copy``, ``call``)."""
-    from mpi_coded.coded.code import PartitionCode, build_code
-    from mpi_coded.coded.schemes import coded_params
-    from mpi_coded.codes.work import price
-    from mpi_coded.fields import get_field
-
     f16 = get_field("gf2^16")
     many = build_code(coded_params("bdc", 9, 6, "1/3", 25, 600, 600, T=300,
                                    field="gf2^16"), f16)
@@ -197,8 +190,8 @@ def measure_rs(quick: bool, out: Measurement, rng: np.random.Generator) -> None:
     encode is fitted twice: ``rs_fft_encode_large`` on the shapes whose transforms outgrow a
     core's cache (:func:`mpi_coded.codes.rs_sub.fft_encode_kernel`), ``rs_fft_encode`` on
     the others."""
+    # deferred: numba (rs_fft's kernels), only when RS is measured
     from mpi_coded.codes import rs_fft
-    from mpi_coded.codes.rs_sub import fft_encode_kernel
 
     rs_fft.warm_up()
     shapes = ([(2700, 1800, 1800, 120), (1080, 720, 256, 120), (270, 180, 256, 120),

@@ -33,12 +33,23 @@ from typing import Any
 
 import numpy as np
 
-from mpi_coded.coded.code import CodeWork, PartitionCode, algorithm_mask, algorithm_names
+from mpi_coded.coded.code import (
+    CodeWork,
+    PartitionCode,
+    algorithm_mask,
+    algorithm_names,
+    build_code,
+)
+from mpi_coded.coded.exchange import reducer_batches
 from mpi_coded.coded.job import CodedJob, map_chunk_cuts
+from mpi_coded.coded.mapend import map_end
+from mpi_coded.coded.placement import build_placement
+from mpi_coded.coded.shuffle import shuffle_plan
 from mpi_coded.codes import work as W
 from mpi_coded.codes.prices import Contention, CostTable
 from mpi_coded.codes.rs_sub import choose_encoder
 from mpi_coded.codes.work import Table, Work, memory_share, price
+from mpi_coded.fields import get_field
 
 
 def runtime_field(params: Any) -> str:
@@ -151,13 +162,6 @@ def job_work(params: Any, field: str | None = None, orders: int = 3, seed: int =
     (lt).  Decoding is priced as in a job's first repetition: a server's code caches the
     inverses of the erasure patterns it met, so later repetitions of a short-partition code
     (whose decoding the inverses dominate) can be cheaper than predicted."""
-    from mpi_coded.coded.code import build_code
-    from mpi_coded.coded.exchange import reducer_batches
-    from mpi_coded.coded.mapend import map_end
-    from mpi_coded.coded.placement import build_placement
-    from mpi_coded.coded.shuffle import shuffle_plan
-    from mpi_coded.fields import get_field
-
     p = params
     f = get_field(field or runtime_field(p))
     code = build_code(p, f)

@@ -22,6 +22,7 @@ returns, or after :data:`ABORT_BOUND_S` if it does not.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -61,8 +62,6 @@ class Terminated(CannotGoOn):
 def stop_on_sigterm() -> None:
     """SIGTERM raises :class:`Terminated` in this (the main) thread, so that the job's
     results get their last line before the process ends."""
-    import signal
-
     def handler(signum: int, frame: Any) -> None:
         raise Terminated("the launcher ended the job (SIGTERM)")
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import sys
 
+import numpy as np
+
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_MAX = 32 << 20
@@ -55,7 +57,6 @@ def prefault(nbytes: int) -> int:
     the heap keeps them); returns the bytes touched (0 where freed memory is not kept)."""
     if nbytes <= 0 or not _RETAINED:
         return 0
-    import numpy as np
 
     blocks = []
     done = 0

@@ -51,6 +51,8 @@ sleep is longer than the cap it would have had, so the bounds above hold.
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -234,8 +236,6 @@ def machine_key() -> str:
     every namespace and container of one kernel, so emulated hosts (network namespaces
     with their own host names, ``mpi-coded cluster``) sharing one machine's cores count
     as one node; the host name where the boot id is unreadable."""
-    import socket
-
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()
@@ -248,9 +248,6 @@ def configure(mode: str, comm: MPI.Comm) -> str:
     """Resolve ``mode`` for this rank (``auto`` from ranks on the node and its cores) and its
     idle cap (:func:`idle_cap`); returns the mode.  A node is a physical machine
     (:func:`machine_key`), not a host name: emulated hosts on one machine share its cores."""
-    import os
-    import socket
-
     found = comm.allgather((machine_key(), socket.gethostname()))
     keys = [k for k, _ in found]
     POLICY.hosts = tuple(h for _, h in found)
