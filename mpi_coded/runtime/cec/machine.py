@@ -378,7 +378,7 @@ def machine_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, store: type[Machi
     if not where:
         m.run(phase)
         return
-    import cProfile  # each machine's own profile, for scripts/bench_scale.py --profile
+    import cProfile  # deferred: only with MPI_CODED_PROFILE_MACHINES (bench_scale --profile)
 
     prof = cProfile.Profile()
     try:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import sys
 import time
 from fractions import Fraction
@@ -434,8 +435,6 @@ class Master:
 
 def peak_rss_mb() -> float:
     """This process's peak resident set so far, MiB (``ru_maxrss``: KiB on Linux)."""
-    import resource
-
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -479,7 +478,7 @@ def master_main(cfg: CECConfig, comm: MPI.Comm, phase: Phase, out: str | None,
     where = os.environ.get(PROFILE_ENV)
     if not where:
         return master.run(phase, out, first)
-    import cProfile  # rank 0's own profile, for scripts/bench_scale.py --profile
+    import cProfile  # deferred: only with MPI_CODED_PROFILE_MASTER (bench_scale --profile)
 
     prof = cProfile.Profile()
     try:

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from mpi4py import MPI
 
-from mpi_coded.runtime.cec.storage import rebuild_block, send_blocks
+from mpi_coded.runtime.cec.storage import rebuild_block, send_blocks, warn
 from mpi_coded.runtime.core import linkstats
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.inbox import Inbox
 from mpi_coded.runtime.core.wait import deadline_in, wait_all
 from mpi_coded.store import checksum
-from mpi_coded.store.blocks import verify
+from mpi_coded.store.blocks import open_block, verify
 
 if TYPE_CHECKING:
     from mpi_coded.cec.config import CECConfig
@@ -166,8 +166,6 @@ class DiskStore(CodedStore):
         self.withheld: str | None = None  # why the block is not used (None: it is)
 
     def setup(self) -> None:
-        from mpi_coded.store.blocks import open_block
-
         m, run = self.m, self.m.stored
         assert run is not None and run.blocks is not None
         m.block = open_block(run.blocks, m.rank, 0)
@@ -195,8 +193,6 @@ class DiskStore(CodedStore):
     def withhold(self, why: str) -> None:
         """Stop using the block(s): zeros of their shapes in their place (module
         docstring); ``why`` in one warning line."""
-        from mpi_coded.runtime.cec.storage import warn
-
         m = self.m
         warn(f"rank {m.comm.Get_rank()} ({socket.gethostname()}): machine {m.rank}: {why}; "
              "its block is not used "
