@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import threading
@@ -14,12 +13,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def mpiexec() -> str:
-    here = Path(sys.executable).parent / "mpiexec"
-    found = str(here) if here.exists() else shutil.which("mpiexec")
-    if not found:
-        raise SystemExit("no mpiexec: install the 'local' extra (the mpich wheel)")
-    return found
+from mpi_coded.bench.wrong_answers import mpiexec  # noqa: E402 (after the path above)
 
 
 def run_mpi(n: int, args: list[str], timeout: float = 600.0, stream: bool = False) -> None:
