@@ -355,15 +355,18 @@ class CodedSteps(Steps):
         arrived; a machine on probation's: its probe products) re-encoded against it; a
         wrong one is named like any other (``found``: ``unused`` or ``probe``)."""
         assert f.z is not None
-        for found, keep in (("probe", lambda i, n: n in self.q.probes),
-                            ("unused", lambda i, n: n not in self.q.probes and
-                             n not in waited[i])):
-            answers = {i: {n: y for n, y in got.items() if keep(i, n)}
-                       for i, got in f.att.answers().items()}
+        probes: locate.Answers = {}
+        unused: locate.Answers = {}
+        for i, got in f.att.answers().items():  # one pass over the step's answers
+            for n, y in got.items():
+                if n in self.q.probes:
+                    probes.setdefault(i, {})[n] = y
+                elif n not in waited[i]:
+                    unused.setdefault(i, {})[n] = y
+        for found, answers in (("probe", probes), ("unused", unused)):
             f.wrong += locate.wrong_answers(f.plan, answers, f.z, self.g, self.field,
                                             f.attempt, found)
-            if found == "probe":
-                f.probed = sorted({n for got in answers.values() for n in got})
+        f.probed = sorted({n for got in probes.values() for n in got})
 
     def quarantine(self, f: Flight) -> None:
         """The machines named wrong are caught (their blocks checked, rebuilt when
