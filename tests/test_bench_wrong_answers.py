@@ -46,7 +46,9 @@ def test_quick_bench_reports_located_verified_and_nothing_accepted(tmp_path: Pat
     assert bad["corrupt_steps"] == 6 and bad["fired_steps"] >= 1 and bad["located"] >= 1
     assert bad["located"] + len(bad["fired_not_located"]) == bad["fired_steps"]
     assert bad["events"]["caught"] >= bad["located"] and bad["events"]["lost"] == 0
-    assert bad["found"] and set(bad["found"]) <= {"spare", "re-asked", "unused", "probe"}
+    assert bad["found"] and set(bad["found"]) <= {"spare", "re-asked", "unused", "probe",
+                                                  "late"}
+    assert bad["quarantine_steps"] == 0 and 0 <= bad["located_late"] <= bad["located"]
     assert bad["wall_ratio"] > 0 and "wall_ratio" in wrong["intermittent"]
     # the matched run: no fault, each step on the machines the corrupt run planned it on
     same = wrong["corrupt-matched"]

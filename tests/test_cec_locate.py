@@ -183,7 +183,15 @@ def test_too_few_machines_plan_the_quarantined_on_probation():
     s = q.for_step(3, [1, 2, 3, 4], need=3, least=2)
     assert s.planned == (1, 3, 4) and s.left_out == (2,) and s.probes == (1,)
     with pytest.raises(ConfigError, match="quarantine_steps"):
-        Quarantine(out_steps=0)
+        Quarantine(out_steps=-1)
+
+
+def test_quarantine_steps_zero_plans_a_caught_machine_on_probation_at_once() -> None:
+    q = Quarantine(out_steps=0)
+    q.caught(2, 5)
+    s = q.for_step(6, [1, 2, 3, 4], need=3, least=2)
+    assert s.planned == (1, 2, 3, 4) and s.left_out == () and s.probes == (2,)
+    assert q.probed(2, True) == "readmitted" and not q.probation
 
 
 @pytest.mark.parametrize("spec, rule", [

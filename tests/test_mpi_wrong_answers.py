@@ -91,6 +91,47 @@ def test_spare_answer_decodes_around_a_corrupt_answer_gf(tmp_path: Path) -> None
     assert "machine 2 (" in r.stderr and "intact block" in r.stderr
 
 
+def test_a_late_wrong_answer_is_checked_against_its_verified_step(tmp_path: Path) -> None:
+    """S = 1, power iteration: machine 3 corrupts its first answer of step 4 and stalls
+    0.2 s before sending it; step 4 verifies from the others and is over.  The answer
+    arrives during a later step, is re-encoded against step 4's verified result, named
+    ``late`` (with its step) in that step's line and machine 3 caught; with
+    ``quarantine_steps = 0`` it is planned on probation at once and re-admitted after a
+    clean probe.  In a short job the same answer arrives only at the end: named in the
+    summary's ``wrong_answers_after_steps``."""
+    extra = 'workload = "power"\nS = 1\nquarantine_steps = 0'
+    cfg = config(tmp_path, [ALL] * 9, extra, t_row=0.002)
+    r, out = run(tmp_path, cfg, "corrupt:3:answer@4", "stall:3:answer@4:0.2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    steps = of_kind(out, "step")
+    assert all(s["verified"] for s in steps) and len(steps) == 9
+    assert steps[3]["wrong_answers"] == [] and 3 in steps[3]["cut_off"]
+    named = [(s["step"], a) for s in steps for a in s["wrong_answers"]]
+    assert len(named) == 1, named
+    t, a = named[0]
+    assert t > 4 and (a["machine"], a["found"], a["step"], a["attempt"]) == (3, "late", 4, 0)
+    events = [(s["step"], e["event"]) for s in steps for e in s["quarantine"]
+              if e["machine"] == 3]
+    assert events[:2] == [(t, "caught"), (t, "block-good")]
+    assert (t + 1, "readmitted") in events or (t + 2, "readmitted") in events, events
+    assert all(s["quarantined"] == [] for s in steps)  # quarantine_steps = 0: never left out
+    assert "wrong answers of [3] (late of step 4)" in r.stdout
+    summary = of_kind(out, "summary")[0]
+    assert summary["all_verified"] and summary["wrong_answers"] == 1
+    assert summary["wrong_answers_after_steps"] == []
+    assert summary["workload_check"]["ok"]
+    short = tmp_path / "short"
+    short.mkdir()
+    cfg = config(short, [ALL] * 5, 'workload = "power"\nS = 1', t_row=0.0002)
+    r, out = run(short, cfg, "corrupt:3:answer@4", "stall:3:answer@4:0.3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    summary = of_kind(out, "summary")[0]
+    after = summary["wrong_answers_after_steps"]
+    assert [(a["machine"], a["step"], a["found"]) for a in after] == [(3, 4, "late")]
+    assert summary["all_verified"] and summary["wrong_answers"] == 1
+    assert "wrong, late (after the step was verified): named at the job's end" in r.stderr
+
+
 def test_without_spares_the_step_is_asked_again_power_iterate_untouched(tmp_path: Path
                                                                         ) -> None:
     """S = 0, float64 power iteration: a corrupt answer at step 3 is found by asking the step

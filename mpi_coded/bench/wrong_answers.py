@@ -10,12 +10,17 @@ A.10).  All numbers are ratios within one run of this script.
     ``S = 0`` and ``S = 1``).  Target: at most 2%.
 (b) ``corrupt``: the elastic job (``N = 6``, ``L = 3``, ``S = 1``, the seed's speeds, a
     square ``X``, each step one seeded machine preempted with probability 1/2),
-    ``quarantine_steps = 1``, ``mercurial_strikes = 1000000``; at each step ``t`` one
+    ``quarantine_steps = --quarantine-steps`` (default 0: a caught machine is planned on
+    probation at once), ``mercurial_strikes = 1000000``; at each step ``t`` one
     ``--fault corrupt:R:answer@t``, ``R`` drawn among the step's available machines not
-    quarantined (the machine caught at ``t - 1``).  Over float64 with the power workload
+    quarantined (with ``quarantine_steps = q``, not one of the machines caught at the ``q``
+    steps before).  Over float64 with the power workload
     and over GF(2^8) with independent vectors, each beside the fault-free run of the same
-    config: fired (the rank said it corrupted an answer), planned (``R`` had rows),
-    located (the step's ``wrong_answers`` name ``R``), verified, the step time ratio (mean
+    config (and over float64 once more with ``--also-quarantine-steps``, default 1, part
+    ``corrupt-q1``: what leaving the caught machine out costs): fired (the rank said it
+    corrupted an answer), planned (``R`` had rows), located (the step's
+    ``wrong_answers`` name ``R``, or a later line or the summary names its answer of step
+    ``t`` ``late``), verified, the step time ratio (mean
     ``wall_s``; target <= 1.2x), and wrong steps accepted: for power, each verified step's
     eigenvalue estimate against an independent numpy power iteration on the same ``X``
     (the iterate advances on verified steps only), its ``max_error`` against rounding
@@ -245,21 +250,21 @@ def elastic_schedule(steps: int, seed: int) -> list[list[int]]:
     return out
 
 
-def fault_plan(schedule: list[list[int]], seed: int) -> list[int]:
-    """``R_t`` per step: among the step's available machines but the one corrupted at
-    ``t - 1`` (caught there, it sits out step ``t`` with ``quarantine_steps = 1``)."""
+def fault_plan(schedule: list[list[int]], seed: int, out_steps: int) -> list[int]:
+    """``R_t`` per step: among the step's available machines but those corrupted at the
+    ``out_steps`` steps before (caught there, they sit out step ``t``)."""
     rng = random.Random(seed + 1000)
     chosen: list[int] = []
     for avail in schedule:
-        ok = [m for m in avail if not chosen or m != chosen[-1]]
-        chosen.append(rng.choice(ok))
+        out = set(chosen[-out_steps:]) if out_steps > 0 else set()
+        chosen.append(rng.choice([m for m in avail if m not in out]))
     return chosen
 
 
 def elastic_config(field: str, steps: int, args: argparse.Namespace,
-                   schedule: list[list[int]] | None = None) -> str:
+                   schedule: list[list[int]] | None = None, out_steps: int = 0) -> str:
     workload = {"float64": "power"}.get(field, "")  # GF: independent vectors
-    extra = "quarantine_steps = 1\nmercurial_strikes = 1000000\n"
+    extra = f"quarantine_steps = {out_steps}\nmercurial_strikes = 1000000\n"
     return toml_config(n=6, L=3, speeds=SEED_SPEEDS, rows=args.size, cols=args.size,
                        t_row=args.t_row, schedule=schedule or elastic_schedule(steps, args.seed),
                        S=1,
@@ -294,18 +299,34 @@ def accepted_wrong(steps: list[dict[str, Any]], ref: list[float]) -> list[int]:
     return bad
 
 
+def named_by_step(ss: list[dict[str, Any]], summ: dict[str, Any]) -> dict[int, set[int]]:
+    """Step -> the machines named wrong for an answer of it: in its own line, or ``late``
+    in a later line or the summary (docs/theory.md A.10)."""
+    out: dict[int, set[int]] = {}
+    for s in ss:
+        for a in s.get("wrong_answers", []):
+            out.setdefault(int(a.get("step", s["step"])), set()).add(int(a["machine"]))
+    for a in summ.get("wrong_answers_after_steps") or []:
+        out.setdefault(int(a["step"]), set()).add(int(a["machine"]))
+    return out
+
+
 def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: int,
               faults: list[str], machines: list[int | None], base: dict[str, Any] | None,
-              schedule: list[list[int]] | None = None) -> dict[str, Any]:
+              schedule: list[list[int]] | None = None, out_steps: int | None = None
+              ) -> dict[str, Any]:
     """One job of (b)/(c) (``base``: the fault-free run's record, None for it;
-    ``schedule``: another than the config's, a matched run's)."""
+    ``schedule``: another than the config's, a matched run's; ``out_steps``: its
+    ``quarantine_steps``, ``--quarantine-steps`` by default)."""
     tag = f"{part}_{field.replace('^', '')}"
     cfg = d / f"{tag}.toml"
-    cfg.write_text(elastic_config(field, steps, args, schedule))
+    q = args.quarantine_steps if out_steps is None else out_steps
+    cfg.write_text(elastic_config(field, steps, args, schedule, q))
     r = job(7, cfg, d / f"{tag}.jsonl", faults, args.timeout)
     ss, summ = r["steps"], r["summary"] or {}
     by_step = {int(s["step"]): s for s in ss}
-    fired = located = planned = 0
+    named_of = named_by_step(ss, summ)
+    fired = located = planned = late = 0
     missed: list[dict[str, Any]] = []
     for t in range(1, steps + 1):
         want = machines[t - 1] if t - 1 < len(machines) else None
@@ -317,9 +338,10 @@ def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: i
         if s is None:
             continue
         planned += int(s.get("rows", {}).get(str(want), 0)) > 0
-        named = {int(a["machine"]) for a in s.get("wrong_answers", [])}
-        if want in named:
+        if want in named_of.get(t, set()):
             located += 1
+            own = {int(a["machine"]) for a in s.get("wrong_answers", []) if "step" not in a}
+            late += want not in own
         elif hit:  # decoded without it (cut off, or a spare) or accepted (the check says)
             used = {int(n) for ms in s.get("waited_for", []) for n in ms}
             missed.append({"step": t, "machine": want, "decoded_from": want in used,
@@ -329,7 +351,8 @@ def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: i
                           - {m for m in machines if m is not None})
     rec: dict[str, Any] = {
         "part": part, "field": field, "workload": "power" if field == "float64" else
-        "independent", "steps_planned": steps, "rc": r["rc"], "hung": r["hung"],
+        "independent", "steps_planned": steps, "quarantine_steps": q, "rc": r["rc"],
+        "hung": r["hung"],
         "job_s": r["job_s"], **timing(ss),
         "verified": sum(bool(s["verified"]) for s in ss),
         "corrupt_steps": sum(m is not None for m in machines[:steps]) if part == "corrupt"
@@ -337,7 +360,7 @@ def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: i
         "fired_steps": fired if part == "corrupt" else len(r["fired"]),
         "fired_answers": sum(len(v) for v in r["fired"].values()) if part == "corrupt" else
         None, "planned": planned if part == "corrupt" else None,
-        "located": located, "fired_not_located": missed,
+        "located": located, "located_late": late, "fired_not_located": missed,
         "fired_unused": sum(1 for m in missed if not m["decoded_from"]),
         "wrong_answers_named": wrong_named, "named_innocent": named_others,
         "found": sorted({a["found"] for s in ss for a in s.get("wrong_answers", [])}),
@@ -370,8 +393,7 @@ def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: i
     if part == "intermittent":  # every answer corrupted with probability P: per step
         rec["fired_answers"] = sum(len(v) for v in r["fired"].values())
         rec["fired_steps_located"] = sum(
-            1 for t in r["fired"] if t in by_step and machines[0] in
-            {int(a["machine"]) for a in by_step[t].get("wrong_answers", [])})
+            1 for t in r["fired"] if machines[0] in named_of.get(t, set()))
     if field == "float64":
         rec["wrong_accepted"] = sorted(set(accepted_wrong(
             ss, reference_eigenvalues(args.size, args.seed, steps))) |
@@ -397,13 +419,20 @@ def wrong_run(d: Path, args: argparse.Namespace, field: str, part: str, steps: i
 
 def wrong_answers(d: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     steps = args.steps
-    chosen = fault_plan(elastic_schedule(steps, args.seed), args.seed)
+    sched = elastic_schedule(steps, args.seed)
     recs = []
     for field in args.fields:
         base = wrong_run(d, args, field, "fault-free", steps, [], [], None)
         recs.append(base)
-        faults = [f"corrupt:{m}:answer@{t}" for t, m in enumerate(chosen, 1)]
-        runs = [wrong_run(d, args, field, "corrupt", steps, faults, list(chosen), base)]
+        runs = []
+        also = [args.also_quarantine_steps] if field == "float64" and \
+            args.also_quarantine_steps is not None else []
+        for q in [args.quarantine_steps, *also]:
+            chosen = fault_plan(sched, args.seed, q)
+            faults = [f"corrupt:{m}:answer@{t}" for t, m in enumerate(chosen, 1)]
+            part = "corrupt" if q == args.quarantine_steps else f"corrupt-q{q}"
+            runs.append(wrong_run(d, args, field, part, steps, faults, list(chosen), base,
+                                  out_steps=q))
         if field == "float64" or not args.intermittent_float_only:
             m = random.Random(args.seed + 7).choice(ALL)
             runs.append(wrong_run(d, args, field, "intermittent", steps,
@@ -422,7 +451,7 @@ def matched_run(d: Path, args: argparse.Namespace, field: str, run: dict[str, An
     had quarantined): what ``run``'s steps cost beyond planning without them."""
     sched = [list(p[5]) for p in run["per_step"]]
     rec = wrong_run(d, args, field, f"{run['part']}-matched", len(sched), [], [], base,
-                    sched)
+                    sched, run["quarantine_steps"])
     if rec.get("wall_s_mean") and run.get("wall_s_mean"):
         ratio = run["wall_s_mean"] / rec["wall_s_mean"]
         rec[f"{run['part']}_over_matched"] = ratio
@@ -584,15 +613,16 @@ def table(check: list[dict[str, Any]], wrong: list[dict[str, Any]],
                     f"{1e3 * (r['wall_s_mean'] or 0):>8.2f} "
                     f"{1e3 * (r['verify_s_mean'] or 0):>9.3f} {pct(r['check_fraction']):>7} "
                     f"{r['verified']:>8}")
-    rows += ["(b), (c) wrong answers (S = 1, quarantine_steps = 1)",
-             f"  {'run':<22} {'field':<8} {'steps':>5} {'fired':>5} {'located':>7} "
+    rows += ["(b), (c) wrong answers (S = 1; q: quarantine_steps; located: of them late)",
+             f"  {'run':<22} {'field':<8} {'q':>1} {'steps':>5} {'fired':>5} {'located':>11} "
              f"{'verified':>8} {'accepted':>8} {'wall ms':>8} {'ratio':>6} {'check':>7} "
              f"{'end check':>9}"]
     for r in wrong:
         wc = r.get("workload_check")
         rows.append(
-            f"  {r['part']:<22} {r['field']:<8} {r['steps']:>5} {r['fired_steps']:>5} "
-            f"{r['located']:>7} {r['verified']:>8} {len(r['wrong_accepted']):>8} "
+            f"  {r['part']:<22} {r['field']:<8} {r['quarantine_steps']:>1} {r['steps']:>5} "
+            f"{r['fired_steps']:>5} {r['located']:>5} ({r['located_late']:>2} late) "
+            f"{r['verified']:>8} {len(r['wrong_accepted']):>8} "
             f"{1e3 * (r['wall_s_mean'] or 0):>8.2f} "
             + (f"{r['wall_ratio']:>6.3f}" if "wall_ratio" in r else f"{'1':>6}")
             + f" {pct(r['check_fraction']):>7} "
@@ -624,6 +654,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fields", default="float64,gf2^8")
     ap.add_argument("--intermittent-float-only", dest="intermittent_float_only",
                     action="store_true", help="(c) over float64 only")
+    ap.add_argument("--quarantine-steps", dest="quarantine_steps", type=int, default=0,
+                    help="(b), (c): the jobs' quarantine_steps (0: on probation at once)")
+    ap.add_argument("--also-quarantine-steps", dest="also_quarantine_steps", type=int,
+                    default=1, help="(b) over float64 once more with this quarantine_steps "
+                    "(part corrupt-qQ; -1: none)")
     ap.add_argument("--no-matched", dest="matched", action="store_false",
                     help="no fault-free run on the faulty runs' plans (their machines)")
     ap.add_argument("--block-runs", dest="block_runs", type=int, default=3)
@@ -643,6 +678,11 @@ def main(argv: list[str] | None = None) -> int:
         args.reps = 3
         args.timeout = min(args.timeout, 60.0)
     args.fields = [f for f in args.fields.split(",") if f]
+    if args.also_quarantine_steps is not None and (args.quick or
+                                                   args.also_quarantine_steps < 0 or
+                                                   args.also_quarantine_steps ==
+                                                   args.quarantine_steps):
+        args.also_quarantine_steps = None
     parts = set(args.parts.split(","))
     results: dict[str, Any] = {"cores": len(os.sched_getaffinity(0)),
                                "loadavg_start": round(os.getloadavg()[0], 2),

@@ -122,7 +122,8 @@ class CECConfig:
     quarantine_steps: int = key(2, omit_default=True, doc="a machine caught answering wrong "
                                 "(docs/theory.md A.10) sits out this many steps, its block "
                                 "checked (and rebuilt when corrupt), then is planned on "
-                                "probation; `>= 1`")
+                                "probation (`0`: on probation from the next step, its "
+                                "answers checked against the verified step); `>= 0`")
     mercurial_strikes: int = key(2, omit_default=True, doc="a machine caught answering wrong "
                                  "this many times with an intact block (a mercurial core) is "
                                  "lost for the job; `>= 1`")
@@ -314,7 +315,7 @@ class CECConfig:
         require(self.L + self.S <= self.N, "S", f"L + S must be <= N={self.N} (L={self.L})",
                 self.S)
         require(self.suspect_after >= 1, "suspect_after", "must be >= 1", self.suspect_after)
-        require(self.quarantine_steps >= 1, "quarantine_steps", "must be >= 1",
+        require(self.quarantine_steps >= 0, "quarantine_steps", "must be >= 0",
                 self.quarantine_steps)
         require(self.mercurial_strikes >= 1, "mercurial_strikes", "must be >= 1",
                 self.mercurial_strikes)

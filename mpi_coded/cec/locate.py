@@ -52,17 +52,22 @@ MAX_HYPOTHESES = 512
 class WrongAnswer:
     """One wrong answer: the machine, the row set and its rows ``[a, b)``, the attempt it
     belongs to and how it was found (``spare``: decoded around with the spare answers
-    already sent; ``re-asked``: the row sets were asked again within the step)."""
+    already sent; ``re-asked``: the row sets were asked again within the step; ``unused``,
+    ``probe``: re-encoded against the verified step; ``late``: it arrived after its step
+    was verified and over, and was re-encoded against that step's result then: ``step``
+    names that earlier step)."""
 
     machine: int
     set: int
     rows: tuple[int, int]
     attempt: int
     found: str
+    step: int | None = None  # a ``late`` answer's own step (None: the step of the record)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"machine": self.machine, "set": self.set, "rows": list(self.rows),
-                "attempt": self.attempt, "found": self.found}
+        out = {"machine": self.machine, "set": self.set, "rows": list(self.rows),
+               "attempt": self.attempt, "found": self.found}
+        return out if self.step is None else {**out, "step": self.step}
 
 
 def split_results(plan: StepPlan, results: Mapping[int, np.ndarray]) -> Answers:
@@ -157,13 +162,14 @@ def search(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray,
 
 
 def wrong_answers(plan: StepPlan, answers: Answers, z: np.ndarray, g: np.ndarray,
-                  field: Field, attempt: int, found: str) -> list[WrongAnswer]:
+                  field: Field, attempt: int, found: str, step: int | None = None
+                  ) -> list[WrongAnswer]:
     """Every answer of ``answers`` that differs from its re-encoding against the verified
-    ``z`` (module docstring, 3)."""
+    ``z`` (module docstring, 3); an answer of the wrong length is wrong too."""
     out = []
     for f, got in sorted(answers.items()):
         a, b = (int(v) for v in plan.set_ranges[f])
         for n, y in got.items():
-            if _differs(field, y, field.matmul(g[n - 1], z[:, a:b])):
-                out.append(WrongAnswer(n, f, (a, b), attempt, found))
+            if y.shape != (b - a,) or _differs(field, y, field.matmul(g[n - 1], z[:, a:b])):
+                out.append(WrongAnswer(n, f, (a, b), attempt, found, step))
     return out

@@ -3,7 +3,8 @@ lost for the job (docs/theory.md, A.10).
 
 * A machine named in a step's ``wrong_answers`` is **caught**: it is left out of the
   plans of the next :attr:`Quarantine.out_steps` steps (sent IDLE, as a suspect is) and
-  its block is checked against its checksum.
+  its block is checked against its checksum.  With ``out_steps = 0`` it sits out no
+  step: it is planned on probation from the next step on (its block checked first).
 * A **corrupt block** (the checksum differs) is rebuilt (the store's repair from ``L``
   peers, or sent again by a master that holds ``X``); the wrong answers are its fault,
   not the machine's, so it earns no strike.
@@ -56,7 +57,7 @@ class Quarantine:
     lost: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        require(self.out_steps >= 1, "quarantine_steps", "must be >= 1", self.out_steps)
+        require(self.out_steps >= 0, "quarantine_steps", "must be >= 0", self.out_steps)
         require(self.strikes_lost >= 1, "mercurial_strikes", "must be >= 1", self.strikes_lost)
 
     def caught(self, n: int, step: int) -> None:

@@ -353,6 +353,9 @@ class ElasticSummary(Record):
     """With machines lost: the machines still alive at the end."""
     wrong_answers: int = 0
     """Answers found wrong over the job (docs/theory.md A.10), every product."""
+    wrong_answers_after_steps: list[dict[str, Any]] = empty_list()
+    """Late answers of the last steps found wrong after the last step (at STOP): their
+    machine, row set, rows, attempt, ``found`` (``late``) and ``step``."""
     quarantine: list[dict[str, Any]] = empty_list()
     """Every quarantine event of the job, each with its ``step`` (:class:`ElasticStep`)."""
     job_s: float | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -64,6 +64,8 @@ class MachinePool:
         self.suspects = Suspects(cfg.suspect_after)
         # machines caught answering wrong (docs/theory.md A.10)
         self.quarantine = Quarantine(cfg.quarantine_steps, cfg.mercurial_strikes)
+        # a late answer read before it is dropped (the coded steps' check: mpi_coded.cec.late)
+        self.late_check: Callable[[P.Header, np.ndarray | None], None] | None = None
         self.estimator = cfg.speeds.make_estimator(list(range(1, cfg.N + 1)))
         self.observed = 0
         self.book = linkstats.HostBook()  # each host's last measured phase end
@@ -194,6 +196,12 @@ class MachinePool:
         self.suspects.heard(h.source)
         if h.kind == P.Kind.META:
             self.observe({h.source: records.TASK_META.unpack(arr, h.source)})
+        elif self.late_check is not None:
+            self.late_check(h, arr)
+
+    def on_stale(self, msg: tuple[P.Header, np.ndarray | None]) -> None:
+        """A late answer dropped while the master waited for something else."""
+        self.on_late(*msg)
 
     def preempted(self, env: list[int]) -> list[int]:
         return [n for n in self.machines if n not in env]

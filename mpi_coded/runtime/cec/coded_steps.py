@@ -39,6 +39,7 @@ from mpi_coded.cec import locate
 from mpi_coded.cec.data import encode_blocks, encode_matrix
 from mpi_coded.cec.decode import StepDecoder, decode_parts, decode_step
 from mpi_coded.cec.estimate import step_time
+from mpi_coded.cec.late import LateAnswers
 from mpi_coded.cec.plan import PlanCache, StepPlan
 from mpi_coded.cec.quarantine import READMITTED, StepQuarantine
 from mpi_coded.cec.suspects import StepSuspects
@@ -51,7 +52,7 @@ from mpi_coded.runtime.cec.collect import Attempt, collect
 from mpi_coded.runtime.cec.quarantine import catch, check_blocks, repair_from_peers
 from mpi_coded.runtime.cec.steps import Clock, DataSent, Steps
 from mpi_coded.runtime.cec.stores import CodedStore
-from mpi_coded.runtime.cec.tasks import task_tables
+from mpi_coded.runtime.cec.tasks import split_aux, task_tables
 from mpi_coded.runtime.core import wire as P
 from mpi_coded.runtime.core.guard import CannotGoOn
 from mpi_coded.runtime.core.wait import DeadlineExceeded, wait_all
@@ -85,6 +86,7 @@ class Flight:
     idle: list[int]
     start: float
     plan: StepPlan = field(init=False)
+    plans: dict[int, StepPlan] = field(default_factory=dict)  # attempt -> its plan
     attempt: int = 0
     late: list[int] = field(default_factory=list)
     dead: list[int] = field(default_factory=list)  # planned, and died (ulfm)
@@ -133,6 +135,8 @@ class CodedSteps(Steps):
         self.sus = StepSuspects((), (), (), ())
         self.q = StepQuarantine((), (), ())
         self.env: list[int] = []
+        self.late = LateAnswers(self.g, fld)  # late answers checked (mpi_coded.cec.late)
+        cl.late_check = self.check_late
 
     def setup(self, env: list[int]) -> DataSent:
         cfg, cl, fld = self.cfg, self.cl, self.field
@@ -190,6 +194,20 @@ class CodedSteps(Steps):
     def decoder_cache(self) -> dict[str, int]:
         return {"hits": self.decoder.hits, "misses": self.decoder.misses}
 
+    def check_late(self, h: P.Header, arr: np.ndarray | None) -> None:
+        """An answer that arrived after its step was over, re-encoded against the step's
+        verified result when it is still kept (:mod:`mpi_coded.cec.late`)."""
+        if arr is None:
+            return
+        if h.kind == P.Kind.PART:
+            attempt, f = split_aux(h.aux)
+            self.late.part(h.step, attempt, h.source, f, arr)
+        elif h.kind == P.Kind.RESULT:
+            self.late.result(h.step, h.aux, h.source, arr)
+
+    def late_wrong(self) -> list[locate.WrongAnswer]:
+        return list(self.late.found)
+
     # -- what the plan knows --------------------------------------------------------------
 
     def make(self, avail: list[int], S: int, prev: StepPlan | None,
@@ -220,7 +238,11 @@ class CodedSteps(Steps):
             y, err, waited = self.around(f, w, y, err, waited)
         elif self.q.probes or f.att.per_set:
             self.probe(f, waited)
+        if self.field.verified(err):  # its late answers are checked against it
+            assert f.z is not None
+            self.late.keep(f.vstep, f.plans, f.z, f.t)
         self.finish(f)
+        f.wrong += self.late.take()  # late answers of earlier steps found wrong meanwhile
         self.quarantine(f)
         rec = self.record(f, w, y, cond, waited, err)
         self.prev[which] = f.plan
@@ -237,6 +259,7 @@ class CodedSteps(Steps):
 
     def order(self, f: Flight, w: np.ndarray) -> None:
         links = self.cl.links
+        f.plans[f.attempt] = f.plan
         f.tasks = task_tables(f.plan, self.cfg.S > 0)
         vector = P.pack(P.Kind.VECTOR, f.vstep, w)  # the same w_t to each, packed once
         for n in f.plan.available:  # a machine's w_t with its TASK (it awaits it)

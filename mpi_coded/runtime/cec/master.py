@@ -93,7 +93,9 @@ class Table:
             note += f"  stand-ins {rec.stand_ins}"
         if rec.wrong_answers:
             wrong = sorted({a["machine"] for a in rec.wrong_answers})
-            note += f"  wrong answers of {wrong} ({rec.wrong_answers[0]['found']})"
+            first = rec.wrong_answers[0]
+            how = first["found"] + (f" of step {first['step']}" if "step" in first else "")
+            note += f"  wrong answers of {wrong} ({how})"
         if rec.quarantined:
             note += f"  quarantined {rec.quarantined}"
         events = [f"{e['machine']} {e['event']}" for e in rec.quarantine
@@ -371,7 +373,8 @@ class Master:
         try:
             stats, _ = links.collect(machines, [P.Kind.STATS, P.Kind.STATS], last, hard=hard,
                                      what="machine statistics",
-                                     stale=lambda _r, h: _stale(h, (last + 1, 0)))
+                                     stale=lambda _r, h: _stale(h, (last + 1, 0)),
+                                     on_stale=self.cl.on_stale)
         except DeadlineExceeded as exc:
             raise DeadlineExceeded(f"{exc} (they did not stop within {cfg.timeout_s} s)") \
                 from None
@@ -391,6 +394,10 @@ class Master:
                 machine_steps: dict[str, dict[str, dict[str, Any]]],
                 ended: str | None = None) -> ElasticSummary:
         done = self.done
+        after = [a.to_dict() for a in steps.late_wrong()]  # read at STOP (A.10)
+        for a in after:
+            warn(f"machine {a['machine']} answered row set {a['set']} of step {a['step']} "
+                 f"wrong, late (after the step was verified): named at the job's end")
         return ElasticSummary(
             steps=done.steps, first_step=first, policy=self.cfg.policy,
             field=self.cl.field.name,
@@ -407,7 +414,8 @@ class Master:
             total_oracle_time_s=done.oracle_s, total_true_time_s=done.true_s,
             workload_check=check,
             lost=list(self.cl.lost), joined=list(self.cl.joined),
-            wrong_answers=done.wrong, quarantine=list(done.events),
+            wrong_answers=done.wrong + len(after), quarantine=list(done.events),
+            wrong_answers_after_steps=after,
             machines_left=list(self.cl.machines) if self.cl.lost else None,
             steps_repeated=self.repeated, master_s=done.master_s, **self.clock.parts())
 

@@ -25,7 +25,8 @@ ANSWERS = (P.Kind.RESULT, P.Kind.META, P.Kind.PART)
 
 
 def _stale(_r: int, h: P.Header) -> bool:
-    """Between steps every answer is late (a cut-off machine's report): dropped."""
+    """Between steps every answer is late (a cut-off machine's report): dropped (read
+    first by :meth:`MachinePool.on_stale`)."""
     return h.kind in ANSWERS
 
 
@@ -34,7 +35,7 @@ def ask(cl: MachinePool, n: int, vstep: int, kind: P.Kind, reply: P.Kind,
     """Send machine ``n`` one order and take its one reply (within the hard deadline)."""
     reqs = cl.links.send([n], kind, vstep, arr)
     got, _ = cl.links.collect([n], [reply], vstep, hard=cl.hard(), what=what,
-                              stale=_stale)
+                              stale=_stale, on_stale=cl.on_stale)
     wait_all(reqs, cl.hard(), f"{kind.name} to machine {n}")
     return payload(got[n][0])
 
@@ -45,7 +46,7 @@ def check_blocks(cl: MachinePool, who: list[int], vstep: int) -> dict[int, bool]
     who = [n for n in who if n in cl.machines]
     reqs = cl.links.send(who, P.Kind.CHECK, vstep)
     got, _ = cl.links.collect(who, [P.Kind.CHECKED], vstep, hard=cl.hard(),
-                              what="block checks", stale=_stale)
+                              what="block checks", stale=_stale, on_stale=cl.on_stale)
     wait_all(reqs, cl.hard(), "CHECK to be delivered")
     return {n: bool(payload(got[n][0])[0]) for n in who if n in got}
 

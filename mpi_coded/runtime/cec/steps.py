@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from mpi_coded.analysis.network import Traffic
+from mpi_coded.cec.locate import WrongAnswer
 from mpi_coded.cec.policy import ElasticPolicy
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import ElasticStep
@@ -84,6 +85,11 @@ class Steps:
 
     def decoder_cache(self) -> dict[str, int]:
         return {"hits": 0, "misses": 0}
+
+    def late_wrong(self) -> list[WrongAnswer]:
+        """Late answers found wrong and in no step's record yet (docs/theory.md A.10):
+        none for a policy that keeps no verified product to check them against."""
+        return []
 
     def step_record(self, t: int, env: list[int], clock: Clock, metas: dict[int, dict[str, float]],
                err: float, speeds: dict[int, Fraction], oracle_s: float, true_s: float,

@@ -254,6 +254,7 @@ class Peers:
                 hard: float, what: str, soft: float | None = None, aux: int | None = None,
                 stale: Callable[[int, wire.Header], bool] | None = None,
                 until: Callable[[dict[int, list[Msg]]], bool] | None = None,
+                on_stale: Callable[[Msg], None] | None = None,
                 ) -> tuple[dict[int, list[Msg]], list[int]]:
         """Each peer's next ``len(kinds)`` messages (in that order) for ``step``.
 
@@ -261,7 +262,8 @@ class Peers:
         message arrived.  Stops early when ``until(got)`` holds (peers with a
         complete answer), returns at ``soft`` with the peers still missing, and
         raises :class:`DeadlineExceeded` naming them at ``hard``.  A message
-        for which ``stale(rank, header)`` is true is dropped and counted.  Any
+        for which ``stale(rank, header)`` is true is dropped and counted (and given to
+        ``on_stale``: a late answer may still be read).  Any
         other message of the wrong kind, step or ``aux`` is a wire error.
         """
         got: dict[int, list[Msg]] = {}
@@ -280,6 +282,8 @@ class Peers:
             r = h.source
             if stale is not None and stale(r, h):
                 self.drop()
+                if on_stale is not None:
+                    on_stale(msg)
                 return
             want = kinds[len(got.get(r, ()))]
             if h.kind != want or h.step != step or (aux is not None and h.aux != aux):
