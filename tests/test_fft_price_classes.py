@@ -106,10 +106,11 @@ def _slow_parity(monkeypatch, extra_ns_per_op):
 
 def test_each_fft_price_is_measured_on_its_own_shapes(monkeypatch):
     """The two encode prices are fitted on disjoint shapes: slowing only the large
-    transforms by 50 ns per operation raises ``rs_fft_encode_large`` to at least that and
-    leaves ``rs_fft_encode`` far below it, and the other way round."""
+    transforms by 100 ns per operation raises ``rs_fft_encode_large`` to at least that and
+    leaves ``rs_fft_encode`` far below it, and the other way round (100 ns: the prices of a
+    loaded machine, a few times their quiet 4-10 ns, stay under a quarter of it)."""
     def only(large):
-        return lambda n, k, v: 50.0 if (fft_encode_kernel(n, k, v)
+        return lambda n, k, v: 100.0 if (fft_encode_kernel(n, k, v)
                                         is Kernel.RS_FFT_ENCODE_LARGE) == large else 0.0
 
     for large in (True, False):
@@ -120,7 +121,7 @@ def test_each_fft_price_is_measured_on_its_own_shapes(monkeypatch):
         slow, fast = ((got.table["rs_fft_encode_large"], got.table["rs_fft_encode"])
                       if large else
                       (got.table["rs_fft_encode"], got.table["rs_fft_encode_large"]))
-        assert slow >= 50e-9 and fast < slow / 5, (large, got.table)
+        assert slow >= 100e-9 and fast < slow / 4, (large, got.table)
 
 
 def test_the_product_price_is_the_geometric_mean_of_its_shapes(monkeypatch):
