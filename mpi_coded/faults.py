@@ -20,7 +20,9 @@ Built-in modes (repeatable on ``mpi-coded run``)::
                                       payload the server sends changed
     lie:RANK[:STEP]                   elastic job: from step STEP (default 1) on, the rank
                                       answers for a wrong ``w`` (one entry changed): every
-                                      answer a consistent product of the wrong vector
+                                      answer a consistent product of the wrong vector;
+                                      coded job: from repetition STEP (default 0) on, the
+                                      server maps its coded rows with wrong input vectors
 
 Phases are named as in the results: ``setup``, ``step`` (elastic job; and ``idle``: the
 machine is told to idle, ``answer``: its product is computed, before it is sent),
@@ -88,9 +90,10 @@ class Fault:
 class Answer:
     """A machine's computed answer about to be sent (the ``answer`` phase), which a lying
     fault mode may change in place: ``values`` (1-D, writable; float64, or GF(2^l) words
-    when ``order`` is ``2^l``), the vector ``w`` it was computed with and ``product(v)``, the
-    same rows times another vector (None where the runtime cannot recompute it, e.g. the
-    transposed product of linreg), and a generator for the mode's draws."""
+    when ``order`` is ``2^l``), the vector ``w`` it was computed with (the coded map: its
+    input vectors, flattened) and ``product(v)``, the same rows times another vector (None
+    where the runtime cannot recompute it, e.g. the transposed product of linreg, or a
+    shuffle payload), and a generator for the mode's draws."""
 
     values: np.ndarray
     order: int
@@ -321,18 +324,23 @@ class Corrupt(FaultMode):
 
 class Lie(FaultMode):
     name, usage = "lie", "lie:RANK[:STEP]"
-    summary = "from step STEP on the rank answers for a wrong w (consistently)"
-    jobs = ("cec",)
+    summary = ("from step STEP (coded: repetition) on the rank answers for a wrong w "
+               "(elastic: its products; coded: its map output for wrong input vectors), "
+               "consistently")
+    jobs = ("cec", "coded")
     needs_answer = True
+    PHASE = {"cec": "answer", "coded": "map"}
+    """The phase whose answer a liar computes for its wrong vector, by job."""
 
     def __init__(self) -> None:
         self.said: set[Fault] = set()  # one stderr line per fault
 
     def parse(self, fields: Sequence[str], rank: int, job: str, spec: str) -> Fault:
         require(len(fields) <= 1, ARG, f"must look like {self.usage}", spec)
-        at_step = integer(fields[0], "STEP", spec) if fields else 1
-        require(at_step >= 1, ARG, "lie STEP must be >= 1", spec)
-        return Fault(self.name, rank, "answer", at_step)
+        first = 1 if job == "cec" else 0  # elastic steps count from 1, repetitions from 0
+        at_step = integer(fields[0], "STEP", spec) if fields else first
+        require(at_step >= first, ARG, f"lie STEP must be >= {first}", spec)
+        return Fault(self.name, rank, self.PHASE[job], at_step)
 
     def check(self, fault: Fault, steps: int) -> None:
         assert fault.step is not None
@@ -340,7 +348,7 @@ class Lie(FaultMode):
                 f"lie:{fault.rank}:{fault.step}")
 
     def active(self, fault: Fault, rank: int, phase: str, step: int | None) -> bool:
-        return (fault.rank == rank and phase == "answer" and step is not None and
+        return (fault.rank == rank and phase == fault.phase and step is not None and
                 fault.step is not None and step >= fault.step)
 
     def repeats(self, fault: Fault) -> bool:
@@ -355,7 +363,8 @@ class Lie(FaultMode):
             return
         if fault not in self.said:
             self.said.add(fault)
-            say(ctx, f"answers for a wrong w from step {fault.step} on")
+            say(ctx, f"answers for a wrong {'w' if fault.phase == 'answer' else 'x'} from "
+                f"{'step' if fault.phase == 'answer' else 'repetition'} {fault.step} on")
         wrong = ans.w.copy()  # the same wrong w at every answer: one entry changed
         j = fault.rank % wrong.size
         if ans.exact:

@@ -220,8 +220,12 @@ def test_lying_fault_modes_fire_as_specified():
     lmode = mode_of(lie)
     assert lmode.repeats(lie) and not lmode.active(lie, 3, "answer", 3)
     assert lmode.active(lie, 3, "answer", 4) and lmode.active(lie, 3, "answer", 40)
-    with pytest.raises(ConfigError, match="cec job"):
-        parse_fault("lie:1", "coded", 7)
+    coded = parse_fault("lie:1", "coded", 7)  # the coded job: the map, from repetition 0
+    assert coded.phase == "map" and coded.step == 0
+    assert lmode.active(coded, 1, "map", 0) and not lmode.active(coded, 1, "shuffle", 0)
+    assert not lmode.active(coded, 1, "answer", 5)
+    with pytest.raises(ConfigError, match="lie STEP must be >= 0"):
+        parse_fault("lie:1:-1", "coded", 7)
 
 
 def test_a_liar_answers_a_consistent_product_of_a_wrong_w():

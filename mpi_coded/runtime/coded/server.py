@@ -193,13 +193,23 @@ class CodedServer:
                 raise P.WireError(f"expected {order[1]}, got phase {h.aux}")
         at_phase(self.faults, self.comm, name, rep)
 
-    def _lie(self, phase: str, rep: int, values: np.ndarray) -> None:
+    def _lie(self, phase: str, rep: int, values: np.ndarray,
+             rows: np.ndarray | None = None) -> None:
         """The faults of this server that change an answer (``corrupt:RANK:map`` /
-        ``shuffle``) fire on ``values`` (1-D, a view: the map output, or every payload
-        about to be sent), in place; nothing is built on a healthy server's path."""
-        if any(f.rank == self.rank for f in self.faults):
-            at_phase(self.faults, self.comm, phase, rep, Answer(
-                values, self.setup.field.order, answer_rng(self.rank)), answers_only=True)
+        ``shuffle``, ``lie:RANK``) fire on ``values`` (1-D, a view: the map output, or
+        every payload about to be sent), in place; ``rows``: the coded rows ``values``
+        was mapped from (a liar maps them again with its wrong input vectors); nothing is
+        built on a healthy server's path."""
+        if not any(f.rank == self.rank for f in self.faults):
+            return
+        field, x = self.setup.field, self.setup.X
+        product = None
+        if rows is not None:
+            def product(v: np.ndarray) -> np.ndarray:  # the same rows, other vectors
+                return field.matmul(rows, v.reshape(x.shape)).reshape(-1)
+        at_phase(self.faults, self.comm, phase, rep, Answer(
+            values, field.order, answer_rng(self.rank), None if rows is None else
+            x.reshape(-1), product), answers_only=True)
 
     def _lie_sending(self, rep: int, transfer: ShuffleTransfer) -> None:
         """``corrupt:RANK:shuffle``: one value of the payloads about to be sent changed,
@@ -263,7 +273,8 @@ class CodedServer:
         if end is not None and end[0].kind == P.Kind.STOP:
             return None
         stopped = end is not None
-        self._lie("map", rep, mr.out[done0:mr.rows_done].reshape(-1))
+        self._lie("map", rep, mr.out[done0:mr.rows_done].reshape(-1),
+                  coded[done0:mr.rows_done])
         self._report(P.Kind.MAP_DONE, rep, MAP_STATS.pack(
             compute_s=mr.compute_s, wall_s=time.perf_counter() - t, target_s=mr.target,
             rows_done=mr.rows_done, rows=len(self.rows), stopped=float(stopped),
