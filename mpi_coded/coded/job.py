@@ -161,12 +161,12 @@ class CodedJob:
                                    "while the servers left can run the scheme (Open MPI 5 "
                                    "launched with `mpiexec --with-ft ulfm`; docs/coded.md); "
                                    "`none`: a death ends the job")
-    quarantine_reps: int = key(OUT_REPS, flag=True, rule=at_least(1),
+    quarantine_reps: int = key(OUT_REPS, flag=True, rule=at_least(0),
                                doc="a server named wrong sits out this many repetitions "
                                    "(left out of the map end where the servers left can "
                                    "end the map; else kept, on probation), then is on "
-                                   "probation until a verified repetition uses it "
-                                   "(docs/coded.md)")
+                                   "probation until a verified repetition uses it; 0: "
+                                   "left out of its own repetition only (docs/coded.md)")
     mercurial_strikes: int = key(STRIKES, flag=True, rule=at_least(1),
                                  doc="a server named wrong in this many repetitions (a "
                                      "mercurial core) is lost for the job where the "

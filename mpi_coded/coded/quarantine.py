@@ -18,11 +18,12 @@ small sibling:
 The cycle:
 
 * A server named in a repetition's ``wrong_answers`` is **caught** at that repetition:
-  it is left out of the next :attr:`Quarantine.out_reps` repetitions (a non-finisher
-  from the start: the map end is taken on the other servers, its outputs never used).
+  it is left out of the next :attr:`ServerQuarantine.out_reps` repetitions (a non-finisher
+  from the start: the map end is taken on the other servers, its outputs never used;
+  0: none, it is on probation from the next repetition on).
 * Then it is **on probation**: the first verified repetition whose map end used it and
   named nothing of it **re-admits** it; named again, it is caught again.
-* Its :attr:`Quarantine.strikes_lost`-th catch **loses** it for the job (left out of
+* Its :attr:`ServerQuarantine.strikes_lost`-th catch **loses** it for the job (left out of
   every later repetition) when the servers left can run without it; when they cannot,
   it is kept (event ``needed``), on probation, and every repetition is checked as ever.
 * When leaving the quarantined (and lost) servers out leaves too few to end the map,
@@ -61,7 +62,7 @@ class RepQuarantine:
 
 
 @dataclass
-class Quarantine:
+class ServerQuarantine:
     """The master's record of servers caught answering wrong (module docstring)."""
 
     out_reps: int = OUT_REPS
@@ -72,7 +73,7 @@ class Quarantine:
     lost: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        require(self.out_reps >= 1, "quarantine_reps", "must be >= 1", self.out_reps)
+        require(self.out_reps >= 0, "quarantine_reps", "must be >= 0", self.out_reps)
         require(self.strikes_lost >= 1, "mercurial_strikes", "must be >= 1",
                 self.strikes_lost)
 

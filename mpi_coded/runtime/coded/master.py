@@ -28,7 +28,7 @@ from mpi_coded.coded.locate import WrongOutput, locate
 from mpi_coded.coded.mapend import map_end, map_phase_done
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.placement import rank_of
-from mpi_coded.coded.quarantine import LOST, NEEDED, Quarantine
+from mpi_coded.coded.quarantine import LOST, NEEDED, ServerQuarantine
 from mpi_coded.coded.shuffle import ShufflePlan, settled_end, shuffle_plan
 from mpi_coded.results import LastWord, ResultsWriter, jsonable
 from mpi_coded.runtime.coded import lines
@@ -85,7 +85,7 @@ class CodedMaster:
         self.abandoned: list[int] = []  # repetitions a finisher's death ended
         self.wrong = 0  # wrong map outputs and payloads named
         self.reruns = 0  # attempts run again (their outputs were wrong)
-        self.quarantine = Quarantine(job.quarantine_reps, job.mercurial_strikes)
+        self.quarantine = ServerQuarantine(job.quarantine_reps, job.mercurial_strikes)
         self.events: dict[str, int] = {}  # quarantine events over the job, by kind
         self.lost_wrong: list[int] = []  # servers lost for answering wrong, in order
 
@@ -198,7 +198,7 @@ class CodedMaster:
         """``r`` with the servers its map end leaves out from the start (caught answering
         wrong in the last ``quarantine_reps`` repetitions, or lost for it) where the
         servers left can end the map; the others on probation
-        (:class:`~mpi_coded.coded.quarantine.Quarantine`)."""
+        (:class:`~mpi_coded.coded.quarantine.ServerQuarantine`)."""
         q = self.quarantine.for_rep(r.rep, self.alive(),
                                     lambda rest: map_phase_done(self.setup.placement, rest))
         r.quarantined, r.probation = list(q.left_out), list(q.probation)
@@ -225,9 +225,9 @@ class CodedMaster:
                           else "the servers left cannot end the map without it: it stays"
                                " in, every repetition checked"), file=sys.stderr, flush=True)
         for s in r.end.finishers if ok else ():
-            event = None if s in named else self.quarantine.clean(s)
-            if event is not None:
-                self.event(r, s, event)
+            back = None if s in named else self.quarantine.clean(s)
+            if back is not None:
+                self.event(r, s, back)
 
     def event(self, r: Repetition, s: int, event: str) -> None:
         """Record quarantine event ``event`` of server ``s`` in ``r``'s line and the job's
