@@ -57,7 +57,8 @@ def test_the_docs_key_table_is_the_declared_one():
 def test_the_keys_are_the_declared_fields_in_order():
     assert PARAM_KEYS == ("scheme", "K", "q", "mu", "rows_per_batch", "n", "N", "T", "field")
     assert RUN_KEYS == ("straggler", "t_row", "speeds", "chunks", "seed", "reps",
-                        "timeout_s", "assignment", "wait", "multicast", "fault_tolerance")
+                        "timeout_s", "assignment", "wait", "multicast", "fault_tolerance",
+                        "quarantine_reps", "mercurial_strikes")
     assert top_keys() == ("job", *PARAM_KEYS, *RUN_KEYS)
     rows = [line.split("`")[1] for line in key_table().splitlines()[2:]]
     assert rows == [*PARAM_KEYS, *RUN_KEYS, "job"]

@@ -57,7 +57,9 @@ CODED_RUN = CodedRun(
     wrong_answers=[{"server": 1, "phase": "shuffle", "batches": [0, 7],
                     "message": "multicast 4", "values": 1, "attempt": 0,
                     "found": "payload as received by server 0,5"}],
-    rerun=1, without=[1], rerun_s=0.25, resumed=True,
+    rerun=1, without=[1], rerun_s=0.25, resumed=True, quarantined=[4], probation=[2],
+    quarantine=[{"server": 1, "rank": 2, "host": "node-2", "event": "caught"},
+                {"server": 2, "rank": 3, "host": "node-0", "event": "readmitted"}],
     hosts={"0": "node-7", **{str(r): f"node-{r % 3}" for r in range(1, 7)}},
     link=results.LinkBytes(
         link_bytes={"shuffle": {"node-0": [5120, 4096], "node-1": None}},
@@ -65,7 +67,7 @@ CODED_RUN = CodedRun(
 
 CODED_CONFIG = CodedConfig.of(JOB.to_dict(), RUN)
 CODED_SUMMARY = CodedSummary(reps=2, all_verified=False, mean_total_s=1.5, wrong_answers=1,
-                             reruns=1)
+                             reruns=1, quarantine={"caught": 1, "lost": 1}, lost_wrong=[4])
 CODED_ABANDONED = CodedAbandoned(
     scheme="unified", K=6, q=4, mu="1/2", rows_per_batch=4, n=8, N=12, T=1, field="gf2^8",
     rep=0, phase="shuffle", why="server 2 = rank 3 (node-1) died in the shuffle", lost=[2],
@@ -98,7 +100,7 @@ def test_each_coded_record_is_read_back_into_the_same_class(tmp_path, record):
     assert list(line)[2:] == [k for k in type(record).names() if k in line]
     # the keys absent while None: a repetition with no wrong outputs, a job without any
     assert set(type(record).names()) - set(line) <= {"load_check", "wrong_answers",
-                                                     "reruns"}
+                                                     "reruns", "quarantine", "lost_wrong"}
     back = type(record).from_record(line)
     assert_same(back, record)
     assert_same(results.view(line), record)  # the reader picks the same class

@@ -44,6 +44,7 @@ import numpy as np
 from mpi_coded.analysis.delay import sample_runtime
 from mpi_coded.analysis.loads import strategy_levels
 from mpi_coded.coded.params import AUTO_FIELD, FIELDS, CodedParams
+from mpi_coded.coded.quarantine import OUT_REPS, STRIKES
 from mpi_coded.coded.schemes import get, names
 from mpi_coded.config_keys import (
     NUMBER,
@@ -160,6 +161,16 @@ class CodedJob:
                                    "while the servers left can run the scheme (Open MPI 5 "
                                    "launched with `mpiexec --with-ft ulfm`; docs/coded.md); "
                                    "`none`: a death ends the job")
+    quarantine_reps: int = key(OUT_REPS, flag=True, rule=at_least(0),
+                               doc="a server named wrong sits out this many repetitions "
+                                   "(left out of the map end where the servers left can "
+                                   "end the map; else kept, on probation), then is on "
+                                   "probation until a verified repetition uses it; 0: "
+                                   "left out of its own repetition only (docs/coded.md)")
+    mercurial_strikes: int = key(STRIKES, flag=True, rule=at_least(1),
+                                 doc="a server named wrong in this many repetitions (a "
+                                     "mercurial core) is lost for the job where the "
+                                     "servers left can end the map without it")
 
     @property
     def world_size(self) -> int:

@@ -51,6 +51,8 @@ class CodedConfig(CodedRecord):
     wait: str | None = optional()
     multicast: str | None = optional()
     fault_tolerance: str | None = optional()
+    quarantine_reps: int | None = optional()
+    mercurial_strikes: int | None = optional()
     m: int = 0
     r: int = 0
     batches: int = 0
@@ -189,6 +191,17 @@ class CodedRun(WithLinks, CodedRecord):
     """True: this attempt decoded without :attr:`without` from the spare servers, every
     server's map of the earlier attempt resumed where it stopped (no encode, the rows
     mapped kept); absent: encoded and mapped anew."""
+    quarantined: list[int] | None = optional()
+    """Servers the map end left out from the start of this repetition: caught answering
+    wrong in an earlier one (``quarantine_reps``) or lost for answering wrong
+    (``mercurial_strikes``); absent: none."""
+    probation: list[int] | None = optional()
+    """Servers this repetition used on probation (their time out over, or kept because the
+    servers left could not end the map without them); absent: none."""
+    quarantine: list[dict[str, Any]] | None = optional()
+    """Quarantine events of this repetition, each ``{server, rank, host, event}`` with
+    ``event`` one of ``caught``, ``readmitted``, ``lost``, ``needed``
+    (:mod:`mpi_coded.coded.quarantine`); absent: none."""
     link: LinkBytes | None = part(LinkBytes)
     """Phases ``encode``, ``map``, ``shuffle``, ``reduce`` (the reducers' outputs to the
     master travel in the reduce)."""
@@ -264,3 +277,9 @@ class CodedSummary(Record):
     """Wrong map outputs and shuffle payloads named over the job (absent: none)."""
     reruns: int | None = optional()
     """Attempts run again because their outputs were wrong (absent: none)."""
+    quarantine: dict[str, int] | None = optional()
+    """Quarantine events over the job, by event (``caught``, ``readmitted``, ``lost``,
+    ``needed``; absent: none)."""
+    lost_wrong: list[int] | None = optional()
+    """Servers lost for the job for answering wrong (``mercurial_strikes``), in order
+    (absent: none)."""

@@ -82,6 +82,13 @@ class Repetition:
     resumed: bool = False
     """No encode: every server's map of the earlier attempt resumed where it stopped, and
     the outputs decoded from the servers but :attr:`without` (the spare finishers)."""
+    quarantined: list[int] = field(default_factory=list)
+    """Servers every attempt's map end leaves out from the start (caught answering wrong
+    in an earlier repetition, or lost for it: :mod:`mpi_coded.coded.quarantine`)."""
+    probation: list[int] = field(default_factory=list)
+    """Servers this repetition uses on probation."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """This repetition's quarantine events (``{server, rank, host, event}``)."""
 
     def mark(self) -> float:
         """Read the clock (and the link counters) at the end of a phase; its seconds."""
@@ -171,7 +178,8 @@ def repetition_line(job: CodedJob, field_name: str, r: Repetition, plan: Shuffle
         hosts=hosts, link=link_part(job, field_name, r, plan, hosts),
         wrong_answers=[w.to_dict() for w in r.wrong] or None, rerun=r.attempt or None,
         without=r.without or None, rerun_s=r.rerun_s if r.attempt else None,
-        resumed=r.resumed or None)
+        resumed=r.resumed or None, quarantined=r.quarantined or None,
+        probation=r.probation or None, quarantine=r.events or None)
 
 
 def unreported(plan: ShufflePlan, r: Repetition, field_name: str) -> Stats:
@@ -283,13 +291,16 @@ def summary_line(reps: int, all_ok: bool, totals: list[float],
                  lost: list[int] | None = None,
                  abandoned: list[int] | None = None,
                  ended_early: str | None = None, wrong: int = 0,
-                 reruns: int = 0) -> CodedSummary:
+                 reruns: int = 0, events: dict[str, int] | None = None,
+                 lost_wrong: list[int] | None = None) -> CodedSummary:
     """The last line of a job (``totals``: every decoded repetition's ``total_s``; ``lost``:
     the servers found dead; ``abandoned``: the repetitions a death ended; ``ended_early``:
     why it ended before its last repetition; ``wrong``: the wrong outputs named;
-    ``reruns``: the attempts run again)."""
+    ``reruns``: the attempts run again; ``events``: the quarantine events by kind;
+    ``lost_wrong``: the servers lost for answering wrong)."""
     return CodedSummary(reps=reps, all_verified=all_ok and not ended_early,
                         mean_total_s=float(np.mean(totals)) if totals else 0.0,
                         lost=list(lost or []), abandoned=list(abandoned or []),
                         ended_early=ended_early, wrong_answers=wrong or None,
-                        reruns=reruns or None)
+                        reruns=reruns or None, quarantine=dict(events or {}) or None,
+                        lost_wrong=list(lost_wrong or []) or None)

@@ -28,6 +28,7 @@ from mpi_coded.coded.locate import WrongOutput, locate
 from mpi_coded.coded.mapend import map_end, map_phase_done
 from mpi_coded.coded.phases import ENCODE, MAP, REDUCE, SHUFFLE
 from mpi_coded.coded.placement import rank_of
+from mpi_coded.coded.quarantine import LOST, NEEDED, ServerQuarantine
 from mpi_coded.coded.shuffle import ShufflePlan, settled_end, shuffle_plan
 from mpi_coded.results import LastWord, ResultsWriter, jsonable
 from mpi_coded.runtime.coded import lines
@@ -84,6 +85,9 @@ class CodedMaster:
         self.abandoned: list[int] = []  # repetitions a finisher's death ended
         self.wrong = 0  # wrong map outputs and payloads named
         self.reruns = 0  # attempts run again (their outputs were wrong)
+        self.quarantine = ServerQuarantine(job.quarantine_reps, job.mercurial_strikes)
+        self.events: dict[str, int] = {}  # quarantine events over the job, by kind
+        self.lost_wrong: list[int] = []  # servers lost for answering wrong, in order
 
     # ---------------------------------------------------------------- talking to servers
 
@@ -153,7 +157,7 @@ class CodedMaster:
     def repetition(self, rep: int) -> int | None:
         """Repetition ``rep``, run again (up to :data:`MAX_ATTEMPTS` in all) while its
         outputs are wrong; an exit status when the job ends here (too few servers)."""
-        r = Repetition(rep)
+        r = self.quarantined(Repetition(rep))
         while True:
             try:
                 self.encode(r)
@@ -182,18 +186,63 @@ class CodedMaster:
         resumed where it stopped (the finishers' outputs, checked right, are kept); else
         run again whole with every server (a mercurial one may be right this time)."""
         named = sorted({w.server for w in r.wrong})
-        rest = [s for s in self.alive() if s not in named]
+        rest = [s for s in self.alive() if s not in named and s not in r.quarantined]
         without = named if named and map_phase_done(self.setup.placement, rest) else []
         self.reruns += 1
         return Repetition(r.rep, attempt=r.attempt + 1, without=without, wrong=list(r.wrong),
                           rerun_s=r.rerun_s + time.perf_counter() - r.t[0],
-                          resumed=bool(without))
+                          resumed=bool(without), quarantined=r.quarantined,
+                          probation=r.probation)
+
+    def quarantined(self, r: Repetition) -> Repetition:
+        """``r`` with the servers its map end leaves out from the start (caught answering
+        wrong in the last ``quarantine_reps`` repetitions, or lost for it) where the
+        servers left can end the map; the others on probation
+        (:class:`~mpi_coded.coded.quarantine.ServerQuarantine`)."""
+        q = self.quarantine.for_rep(r.rep, self.alive(),
+                                    lambda rest: map_phase_done(self.setup.placement, rest))
+        r.quarantined, r.probation = list(q.left_out), list(q.probation)
+        return r
+
+    def judge(self, r: Repetition, ok: bool) -> None:
+        """The quarantine's events of ``r``'s last attempt: every server named wrong in
+        the repetition is caught (lost at its ``mercurial_strikes``-th catch where the
+        servers left can end the map without it, else ``needed``); a finisher on
+        probation in a verified repetition, named nothing, is re-admitted."""
+        named = sorted({w.server for w in r.wrong})
+        for s in named:
+            rest = [x for x in self.alive() if x != s and x not in self.quarantine.lost]
+            event = self.quarantine.caught(
+                s, r.rep, map_phase_done(self.setup.placement, rest))
+            self.event(r, s, event)
+            if event == LOST or (event == NEEDED and self.quarantine.strikes[s]
+                                 == self.quarantine.strikes_lost):  # one warning each
+                self.lost_wrong += [s] if event == LOST else []
+                print(f"mpi-coded: warning: rep {r.rep}: {self.peers.name([rank_of(s)])} "
+                      f"named wrong in {self.quarantine.strikes[s]} repetitions "
+                      "(mercurial_strikes): " + (
+                          "lost for the job, the job goes on without it" if event == LOST
+                          else "the servers left cannot end the map without it: it stays"
+                               " in, every repetition checked"), file=sys.stderr, flush=True)
+        for s in r.end.finishers if ok else ():
+            back = None if s in named else self.quarantine.clean(s)
+            if back is not None:
+                self.event(r, s, back)
+
+    def event(self, r: Repetition, s: int, event: str) -> None:
+        """Record quarantine event ``event`` of server ``s`` in ``r``'s line and the job's
+        counts."""
+        rank = rank_of(s)
+        r.events.append({"server": s, "rank": rank, "host": self.peers.host.get(rank, ""),
+                         "event": event})
+        self.events[event] = self.events.get(event, 0) + 1
 
     def end_early(self, why: str) -> None:
         """The summary of a job that ends before its last repetition, saying ``why``."""
         self.writer.write(lines.summary_line(
             self.job.reps, False, self.totals, self.lost + self.dead_since(), self.abandoned,
-            ended_early=why, wrong=self.wrong, reruns=self.reruns))
+            ended_early=why, wrong=self.wrong, reruns=self.reruns, events=self.events,
+            lost_wrong=self.lost_wrong))
         self.writer.close()
         if self.last is not None:
             self.last.done()
@@ -204,7 +253,8 @@ class CodedMaster:
             lost = self.lost + (self.dead_since() if hasattr(self, "peers") else [])
             self.last.provisional(jsonable(lines.summary_line(
                 self.job.reps, self.all_ok, self.totals, lost, self.abandoned,
-                wrong=self.wrong, reruns=self.reruns).to_dict()), after)
+                wrong=self.wrong, reruns=self.reruns, events=self.events,
+                lost_wrong=self.lost_wrong).to_dict()), after)
 
     def dead_since(self) -> list[int]:
         """The servers found dead since the last repetition's record."""
@@ -266,8 +316,9 @@ class CodedMaster:
         self.order(self.alive(), P.Kind.PHASE, r.rep, MAP)
 
         def finished(done: Iterable[int]) -> list[int]:  # a server dead since is no finisher,
-            return [x - 1 for x in done  # nor one named wrong in an earlier attempt
-                    if x not in self.peers.lost and x - 1 not in r.without]
+            return [x - 1 for x in done  # nor one named wrong in an earlier attempt or
+                    if x not in self.peers.lost  # repetition (quarantined)
+                    and x - 1 not in r.without and x - 1 not in r.quarantined]
 
         try:
             got, _ = self.peers.collect(
@@ -286,7 +337,9 @@ class CodedMaster:
         end = map_end(self.setup.placement, r.finished)
         seconds = r.mark()
         progress(r.rep, "map", seconds, f"Q={','.join(map(str, end.Q))}"
-                 + (f" extra={','.join(map(str, end.extra))}" if end.extra else ""))
+                 + (f" extra={','.join(map(str, end.extra))}" if end.extra else "")
+                 + (f" quarantined={','.join(map(str, r.quarantined))}"
+                    if r.quarantined else ""))
         # lt: the unicast counts' search, once, in the shuffle's time (MapEnd.unicast_rows)
         r.end = end = settled_end(self.setup.placement, end)
         reqs = self.peers.send([rank_of(s) for s in self.servers], P.Kind.MAP_END, r.rep,
@@ -370,6 +423,7 @@ class CodedMaster:
         ok, err = self.verify(r) if plan is not None else (False, 0.0)
         if plan is not None and not ok and self.wrong_outputs(r, plan):
             return False
+        self.judge(r, ok)
         r.lost = self.dead_since()
         r.lost_at = {s: self.peers.lost[rank_of(s)] for s in r.lost}
         self.lost += r.lost
@@ -455,7 +509,8 @@ class CodedMaster:
         all_ok = self.all_ok and ended > 0
         self.writer.write(lines.summary_line(job.reps, all_ok, self.totals, self.lost,
                                              self.abandoned, wrong=self.wrong,
-                                             reruns=self.reruns))
+                                             reruns=self.reruns, events=self.events,
+                                             lost_wrong=self.lost_wrong))
         self.writer.close()
         if self.last is not None:
             self.last.done()
