@@ -20,13 +20,13 @@ every run, so the same plan, and the fault's seeded entry is one a reducer uses 
 no reducer uses leaves the outputs right: nothing to find)."""
 
 
-def job(tmp_path, scheme, fault, *extra, reps=3):
+def job(tmp_path, scheme, fault, *extra, reps=3, field="float64"):
     cfg = tmp_path / "speeds.toml"
     cfg.write_text(SPEEDS)
     out = tmp_path / "coded.jsonl"
     args = ["run", "coded", "--config", str(cfg), "--K", str(K), "--scheme", scheme,
             "--q", "4", "--mu", "1/2", "--rows-per-batch", "4", "--n", "16", "--N", "12",
-            "--field", "float64", "--straggler", "none", "--t-row", "0.01", "--reps", str(reps),
+            "--field", field, "--straggler", "none", "--t-row", "0.01", "--reps", str(reps),
             "--seed", "3", "--fault", fault, "--out", str(out), *extra]
     if scheme == "bdc":
         args += ["--T", "2"]
@@ -147,3 +147,22 @@ def test_a_mercurial_server_is_lost_after_its_strikes_and_the_job_goes_on(tmp_pa
     assert summary["all_verified"] is True and summary["reruns"] == 2
     lost = [x for x in r.stderr.splitlines() if "lost for the job" in x]
     assert len(lost) == 1 and "server 1 = rank 2" in lost[0], r.stderr
+
+
+@pytest.mark.parametrize("field", ["float64", "gf2^8"])
+def test_a_consistent_liar_is_named_for_its_map_then_left_out_and_lost(tmp_path, field):
+    """``lie:2``: from repetition 0 on, server 1 maps its coded rows with wrong input
+    vectors (every value of a consistent product of the wrong x, not one changed entry):
+    the master's recomputation names its map output (many values) at rep 0, it sits out
+    reps 1 and 2, is caught again on probation at rep 3 (its second strike: lost), and
+    every line verifies."""
+    r, runs, summary = job(tmp_path, "unified", "lie:2", reps=5, field=field)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(x["verified"] is True for x in runs) and len(runs) == 5
+    (w,) = runs[0]["wrong_answers"]
+    assert (w["server"], w["phase"]) == (1, "map") and w["values"] > 1
+    assert events(runs[0]) == [(1, 2, "caught")]
+    assert runs[1]["quarantined"] == runs[2]["quarantined"] == [1]
+    assert events(runs[3]) == [(1, 2, "lost")] and runs[4]["quarantined"] == [1]
+    assert summary["lost_wrong"] == [1] and summary["all_verified"] is True
+    assert "answers for a wrong x from repetition 0 on" in r.stderr

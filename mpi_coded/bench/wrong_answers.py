@@ -33,11 +33,14 @@ A.10).  All numbers are ratios within one run of this script.
     (the ``block-repaired`` event's ``repair_s``), machine 2 re-admitted, all verified.
 
 (e) ``coded``: the coded job (``K = 6``, ``q = 4``, ``mu = 1/2``, shifted-exponential
-    stragglers), unified and bdc, ``--reps`` repetitions (default 50) with server 1 wrong
-    at every map or at every shuffle (``corrupt:2:map:1.0``, ``corrupt:2:shuffle:1.0``)
-    beside the fault-free run: repetitions verified, those whose outputs it spoiled (named,
-    and decoded without it or run again), innocent servers named (must be 0), the mean
-    repetition time over the fault-free run's.
+    stragglers), unified and bdc, ``--reps`` repetitions (default 50) with one corrupt
+    server in each repetition, drawn at random (seeded), at its map or at its shuffle
+    (``corrupt:S:map@r`` / ``corrupt:S:shuffle@r`` for every repetition ``r``), with
+    ``quarantine_reps = --quarantine-steps`` and ``mercurial_strikes = 1000000``, beside
+    the fault-free run: repetitions verified, fired (the server said it corrupted a value),
+    those whose outputs it spoiled (named, and decoded without it or run again), the
+    corrupt server named in them, innocent servers named (must be 0), the mean repetition
+    time over the fault-free run's.
 
 One JSON line per job appended to ``--out`` as it comes, progress on stderr, a table and
 then one JSON object (the last line) on stdout.
@@ -536,17 +539,30 @@ CODED = ["--K", "6", "--q", "4", "--mu", "1/2", "--rows-per-batch", "4", "--n", 
 
 CODED_SCHEMES = {"unified": [], "bdc": ["--T", "2"]}
 """(e)'s schemes and their own arguments."""
+CODED_K = 6
+CODED_FIRED = re.compile(r"rank (\d+) \(.*\) corrupts entry \d+ of its (?:map|shuffle) "
+                         r"output by fault injection in phase (?:map|shuffle) (\d+)")
 
 
-def coded_run(d: Path, args: argparse.Namespace, scheme: str, fault: str | None
+def coded_faults(phase: str, reps: int, seed: int) -> tuple[list[str], list[int]]:
+    """One corrupt server a repetition, a seeded draw: the faults and the servers."""
+    rng = random.Random(seed + 2000)
+    servers = [rng.randrange(CODED_K) for _ in range(reps)]
+    return [f"corrupt:{s + 1}:{phase}@{r}" for r, s in enumerate(servers)], servers
+
+
+def coded_run(d: Path, args: argparse.Namespace, scheme: str, phase: str | None
               ) -> dict[str, Any]:
-    """One coded job of ``args.reps`` repetitions (server 1 wrong as ``fault`` says)."""
-    out = d / f"coded-{scheme}-{(fault or 'none').replace(':', '-')}.jsonl"
+    """One coded job of ``args.reps`` repetitions (with ``phase``: one seeded corrupt
+    server a repetition there)."""
+    out = d / f"coded-{scheme}-{phase or 'none'}.jsonl"
     out.unlink(missing_ok=True)
+    faults, culprits = coded_faults(phase, args.reps, args.seed) if phase else ([], [])
     cmd, env = launcher()
-    cmd += ["-n", "7", sys.executable, "-m", "mpi_coded", "run", "coded", "--scheme", scheme,
-            *CODED, "--reps", str(args.reps), "--out", str(out),
-            *CODED_SCHEMES[scheme], *(["--fault", fault] if fault else [])]
+    cmd += ["-n", str(CODED_K + 1), sys.executable, "-m", "mpi_coded", "run", "coded",
+            "--scheme", scheme, *CODED, "--reps", str(args.reps), "--out", str(out),
+            "--quarantine-reps", str(args.quarantine_steps), "--mercurial-strikes",
+            "1000000", *CODED_SCHEMES[scheme], *[a for f in faults for a in ("--fault", f)]]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, start_new_session=True, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, errors="replace",
@@ -554,20 +570,28 @@ def coded_run(d: Path, args: argparse.Namespace, scheme: str, fault: str | None
     rc, _, se = finish(proc, args.timeout * 2)
     lines = read_results(out) if out.exists() else []
     runs = [x for x in lines if x.get("kind") == "run"]
-    named = [w for x in runs for w in x.get("wrong_answers") or []]
-    rec = {"part": "coded", "scheme": scheme, "fault": fault, "rc": rc, "hung": rc is None,
+    fired = {(int(m.group(1)) - 1, int(m.group(2))) for m in CODED_FIRED.finditer(se)}
+    spoiled = [x for x in runs if x.get("wrong_answers")]
+    rec = {"part": "coded", "scheme": scheme, "fault": f"corrupt:S:{phase}@r" if phase
+           else None, "phase": phase, "rc": rc, "hung": rc is None,
            "job_s": time.perf_counter() - t0, "reps": len(runs),
            "verified": sum(bool(x.get("verified")) for x in runs),
-           "spoiled": sum(bool(x.get("wrong_answers")) for x in runs),
+           "fired": len(fired), "spoiled": len(spoiled),
+           "culprit_named": sum(1 for x in spoiled if culprits and culprits[int(x["rep"])]
+                                in {w["server"] for w in x["wrong_answers"]}),
            "rerun": sum(int(x.get("rerun") or 0) for x in runs),
            "resumed": sum(bool(x.get("resumed")) for x in runs),
-           "named_innocent": sorted({w["server"] for w in named if w["server"] != 1}),
+           "quarantined_reps": sum(bool(x.get("quarantined")) for x in runs),
+           "named_innocent": sorted({w["server"] for x in runs
+                                     for w in x.get("wrong_answers") or []
+                                     if not culprits or w["server"] != culprits[int(x["rep"])]}),
            # a repetition's time with its wrong attempts (rerun_s)
            "total_s_mean": statistics.fmean(float(x["total_s"]) + float(x.get("rerun_s") or 0)
                                             for x in runs) if runs else None,
            "stderr_tail": se[-600:] if rc else ""}
-    say(f"(e) coded {scheme} {fault or 'no fault'}: {rec['reps']} repetitions, verified "
-        f"{rec['verified']}, spoiled and named {rec['spoiled']}, innocents named "
+    say(f"(e) coded {scheme} {phase or 'no fault'}: {rec['reps']} repetitions, verified "
+        f"{rec['verified']}, fired {rec['fired']}, spoiled {rec['spoiled']} (the corrupt "
+        f"server named in {rec['culprit_named']}), innocents named "
         f"{rec['named_innocent']}, rc {rc}")
     emit(rec, args.out)
     return rec
@@ -579,7 +603,7 @@ def coded_wrong(d: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
         base = coded_run(d, args, scheme, None)
         out.append(base)
         for phase in ("map", "shuffle"):
-            rec = coded_run(d, args, scheme, f"corrupt:2:{phase}:1.0")
+            rec = coded_run(d, args, scheme, phase)
             if base["total_s_mean"] and rec["total_s_mean"]:
                 rec["total_over_fault_free"] = rec["total_s_mean"] / base["total_s_mean"]
             out.append(rec)
@@ -587,13 +611,14 @@ def coded_wrong(d: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def coded_table(coded: list[dict[str, Any]]) -> str:
-    rows = ["(e) the coded job, server 1 wrong at every map or shuffle",
-            "  scheme   fault                   reps verified spoiled resumed  rerun "
+    rows = ["(e) the coded job, one corrupt server a repetition at its map or shuffle",
+            "  scheme   fault      reps verified fired spoiled named resumed  rerun "
             "innocent  time ratio"]
     for r in coded:
         ratio = r.get("total_over_fault_free")
-        rows.append(f"  {r['scheme']:<8} {r['fault'] or 'none':<22} {r['reps']:>5} "
-                    f"{r['verified']:>8} {r['spoiled']:>7} {r['resumed']:>7} {r['rerun']:>6} "
+        rows.append(f"  {r['scheme']:<8} {r['phase'] or 'none':<9} {r['reps']:>5} "
+                    f"{r['verified']:>8} {r['fired']:>5} {r['spoiled']:>7} "
+                    f"{r['culprit_named']:>5} {r['resumed']:>7} {r['rerun']:>6} "
                     f"{len(r['named_innocent']):>8}  "
                     f"{'' if ratio is None else f'{ratio:.3f}x'}")
     return "\n".join(rows)
