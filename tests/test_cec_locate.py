@@ -11,7 +11,9 @@ import pytest
 from mpi_coded.cec.decode import StepDecoder
 from mpi_coded.cec.locate import (
     candidates,
+    decode_without,
     inconsistent_sets,
+    outvoted,
     search,
     split_results,
     wrong_answers,
@@ -244,3 +246,60 @@ def test_a_liar_answers_a_consistent_product_of_a_wrong_w():
     wrong = w.copy()
     wrong[3 % 4] ^= 1
     assert np.array_equal(values, fld.matmul(block, wrong))
+
+
+@pytest.mark.parametrize("field_name", ["gf2^8", "float64"])
+def test_with_two_spares_a_row_set_outvotes_its_wrong_answer(field_name):
+    """S = 2: every row set has L + 2 answers; a different machine wrong in each set is
+    outvoted set by set, and the step decoded without them passes at the first check
+    (the search over candidate sets would try single machines first)."""
+    fld, x, w, g, plan, answers, dec = job(field_name, S=2)
+    liars: dict[int, int] = {}
+    rng = np.random.default_rng(5)
+    for f in sorted(answers):
+        assert len(answers[f]) == L + 2
+        n = next(m for m in sorted(answers[f]) if m not in liars)
+        bad = answers[f][n].copy()
+        corrupt_entry(Answer(bad, fld.order, rng))
+        answers[f][n] = bad
+        liars[n] = f
+    assert len(liars) == len(answers) >= 2
+    assert outvoted(plan, answers, dec, g) == {f: n for n, f in liars.items()}
+    checks = []
+
+    def accept(z):
+        checks.append(z)
+        return exact(fld, x, w)(z)
+
+    found = search(plan, answers, dec, g, accept, max_wrong=2)
+    assert found is not None and found[1] == frozenset(liars) and len(checks) == 1
+    named = wrong_answers(plan, answers, found[0], g, fld, 0, "spare")
+    assert {(a.machine, a.set) for a in named} == set(liars.items())
+    for n in liars:  # no single machine left out decodes right: the vote saved checks
+        z = decode_without(plan, answers, dec, frozenset({n}))
+        assert z is None or not exact(fld, x, w)(z)
+
+
+def test_a_set_with_two_wrong_answers_outvotes_no_one():
+    fld, x, w, g, plan, answers, dec = job("gf2^8", S=2)
+    f = max(answers, key=lambda k: len(answers[k]))
+    two = sorted(answers[f])[:2]
+    for n in two:
+        answers[f][n] = answers[f][n] ^ np.uint8(1)
+    assert outvoted(plan, answers, dec, g) == {}
+
+
+def test_a_vote_and_a_search_together_find_three_wrong_answers_with_two_spares():
+    """S = 2, three wrong answers (more than S machines): row set 0 has two (its vote
+    fails), row set 1 one (outvoted, its answer dropped in that set only); the search
+    leaves out up to S machines of set 0 beside the drop and passes without asking
+    again, naming all three."""
+    fld, x, w, g, plan, answers, dec = job("gf2^8", S=2)
+    assert sorted(answers[0]) == [1, 3, 4, 5, 6] and sorted(answers[1]) == [2, 3, 4, 5, 6]
+    for f, n in ((0, 1), (0, 3), (1, 2)):
+        answers[f][n] = answers[f][n] ^ np.uint8(7)
+    assert outvoted(plan, answers, dec, g) == {1: 2}
+    found = search(plan, answers, dec, g, exact(fld, x, w), max_wrong=2)
+    assert found is not None and found[1] == frozenset({1, 2, 3})
+    named = wrong_answers(plan, answers, found[0], g, fld, 0, "spare")
+    assert {(a.machine, a.set) for a in named} == {(1, 0), (3, 0), (2, 1)}

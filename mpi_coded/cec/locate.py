@@ -11,9 +11,13 @@ check fails:
    answer.  Any single wrong answer among ``L + 1`` breaks this (an MDS code of
    distance 2 detects one error, deterministically); the machines of the inconsistent
    sets are the candidates.
-2. **Search** (:func:`search`): for each set ``E`` of up to ``S`` candidates (one first),
-   decode every row set from ``L`` answers of machines outside ``E`` (the spare answers)
-   and check the decoded ``y``; the first ``y`` that passes is the step's result.
+2. **Search** (:func:`search`): first, where a row set has ``k >= L + 2`` answers, the
+   one wrong answer among them is singled out by the set alone (:func:`outvoted`: left
+   out, the other ``k - 1`` are one codeword; left in, no ``L`` of them agree with all
+   the rest), and the step decoded without those machines is checked once.  Then, for
+   each set ``E`` of up to ``S`` candidates (one first), decode every row set from ``L``
+   answers of machines outside ``E`` (the spare answers) and check the decoded ``y``; the
+   first ``y`` that passes is the step's result.
 3. **Naming** (:func:`wrong_answers`): against the verified ``Z`` (the ``L x R`` rows of
    ``X_1 w .. X_L w``), every answer of every attempt is re-encoded, ``G[n] Z[:, M_f]``, and
    compared: the answers that differ are the wrong ones (exact over GF(2^l); over float64
@@ -116,10 +120,14 @@ def inconsistent_sets(plan: StepPlan, answers: Answers, dec: StepDecoder,
 
 
 def decode_without(plan: StepPlan, answers: Answers, dec: StepDecoder,
-                   skip: frozenset[int]) -> np.ndarray | None:
-    """The step decoded with no answer of ``skip`` (a copy of ``L x R``), or None when a row
-    set then has fewer than ``L`` answers."""
-    kept = {f: {n: y for n, y in got.items() if n not in skip} for f, got in answers.items()}
+                   skip: frozenset[int], drop: Mapping[int, int] | None = None
+                   ) -> np.ndarray | None:
+    """The step decoded with no answer of ``skip`` nor machine ``drop[f]``'s of row set
+    ``f`` (a copy of ``L x R``), or None when a row set then has fewer than ``L``
+    answers."""
+    drop = drop or {}
+    kept = {f: {n: y for n, y in got.items() if n not in skip and drop.get(f) != n}
+            for f, got in answers.items()}
     try:
         yb, _, _ = decode_parts(plan, kept, dec, condition=False)
     except ValueError:
@@ -139,25 +147,57 @@ def candidates(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray
     return sorted(count, key=lambda n: (-count[n], n))
 
 
+def outvoted(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray
+             ) -> dict[int, int]:
+    """Row set -> the machine whose answer the set alone proves wrong: in a set of ``k >= L + 2``
+    answers that are not one codeword, ``n`` is outvoted when the codeword decoded from
+    ``L`` of the others agrees with all ``k - 1`` others (so they are one codeword of
+    the ``[k - 1, L]`` MDS code, of distance ``k - L >= 2``: a single wrong answer among
+    them would break it) and not with ``n``'s.  At most ``k`` decodes a set; a set with
+    two wrong answers or more outvotes no one."""
+    L, fld = plan.L, dec.field
+    out: dict[int, int] = {}
+    for f in inconsistent_sets(plan, answers, dec, g):
+        items = list(answers[f].items())
+        if len(items) < L + 2:
+            continue
+        for i, (n, _y) in enumerate(items):
+            rest = items[:i] + items[i + 1:]
+            z = _codeword_z(dec, rest[:L])
+            if all(not _differs(fld, ym, fld.matmul(g[m - 1], z)) for m, ym in rest[L:]):
+                out[f] = n  # the others are one codeword; the set is inconsistent: n
+                break
+    return out
+
+
 def search(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray,
            accept: Callable[[np.ndarray], bool], max_wrong: int, fewest: int = 1
            ) -> tuple[np.ndarray, frozenset[int]] | None:
     """The first decode without ``fewest`` to ``max_wrong`` suspected machines that
-    ``accept`` takes (module docstring, 2; ``fewest = 0`` tries the plain decode first):
-    the decoded ``L x R`` and the machines left out; None when none passes within
-    :data:`MAX_HYPOTHESES` decodes."""
+    ``accept`` takes (module docstring, 2; ``fewest = 0`` tries the plain decode first),
+    the machines :func:`outvoted` by their row sets left out first (with up to
+    ``max_wrong`` others): the decoded ``L x R`` and the machines left out; None when
+    none passes within :data:`MAX_HYPOTHESES` decodes."""
+    voted = outvoted(plan, answers, dec, g)
     cands = candidates(plan, answers, dec, g)
+    bad = set(inconsistent_sets(plan, answers, dec, g)) - set(voted) if voted else set()
+    # the outvoted answers dropped, with up to max_wrong machines of the sets whose vote
+    # failed (two wrong answers in one); then, should a vote have been fooled, without them
+    unvoted = [c for c in cands if any(c in answers[f] for f in bad)]
+    passes = [(voted, unvoted, 0)] if voted else []
     tried = 0
-    for k in range(fewest, max_wrong + 1):
-        for skip in itertools.combinations(cands, k):
-            z = decode_without(plan, answers, dec, frozenset(skip))
-            if z is None:
-                continue
-            tried += 1
-            if accept(z):
-                return z, frozenset(skip)
-            if tried >= MAX_HYPOTHESES:
-                return None
+    for drop, pool, first in [*passes, ({}, cands, fewest)]:
+        for k in range(first, max_wrong + 1):
+            for extra in itertools.combinations(pool, k):
+                skip = frozenset(extra)
+                z = decode_without(plan, answers, dec, skip, drop)
+                if z is None:
+                    continue
+                tried += 1
+                if accept(z):
+                    return z, skip | frozenset(drop.values())
+                if tried >= MAX_HYPOTHESES:
+                    return None
     return None
 
 
