@@ -175,7 +175,12 @@ RUN_COLUMNS = [("rep", "rep"), ("verified", "verified"), ("Q", "Q"), ("extra", "
                ("load_analytic", "load analytic"), ("load_measured_exact", "load (exact)"),
                ("encoder", "encoder"), ("decoder", "decoder"), ("verify", "check"),
                ("max_error", "max error"), ("max_peak_rss_mb", "peak RSS MiB"),
-               ("unresponsive", "unresponsive")]
+               ("unresponsive", "unresponsive"), ("wrong", "wrong answers of"),
+               ("rerun", "attempts run again"), ("quarantined", "quarantined")]
+
+SERVER_EVENT_COLUMNS = [("rep", "rep"), ("server", "server"), ("rank", "rank"),
+                        ("host", "host"), ("event", "event")]
+"""The quarantine events of a coded job (docs/coded.md "A server that answers wrong")."""
 
 
 def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) -> Section:
@@ -194,7 +199,9 @@ def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) 
     if len(job.runs) + len(abandoned) < c.reps:
         problems.append(f"{title}: {len(job.runs)} of {c.reps} repetitions written")
     predicted, why = model(job) if model is not None else (None, "")
-    rows: list[dict[str, Any]] = [r.fields_dict() for r in job.runs]
+    rows: list[dict[str, Any]] = [
+        {**r.fields_dict(), "wrong": sorted({w["server"] for w in r.wrong_answers or []})
+         or ""} for r in job.runs]
     bad = [not r.verified for r in job.runs]
     classes = ["bad" if b else "" for b in bad]
     if predicted is not None:
@@ -217,6 +224,15 @@ def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) 
                     "repetitions")]
     if why:
         parts.append(H.note(why))
+    events = [{"rep": r.rep, **e} for r in job.runs for e in r.quarantine or []]
+    if events:
+        named = sum(len(r.wrong_answers or []) for r in job.runs)
+        parts.append(H.note(f"{named} wrong map outputs or payloads named; servers caught "
+                            "answering wrong, left out of later repetitions, re-admitted or "
+                            "lost (docs/coded.md, \"A server that answers wrong\"):"))
+        parts.append(H.fold(H.table(SERVER_EVENT_COLUMNS, events, "coded-quarantine",
+                                    [e["event"] == "lost" for e in events]),
+                            len(events), "quarantine events"))
     figs = 0
     if job.runs:
         labels = [f"rep {r.rep}" for r in job.runs]
