@@ -81,21 +81,28 @@ def machines_on(args: argparse.Namespace) -> dict[int, list[int]]:
     return out
 
 
-def fail(case: str, args: argparse.Namespace, d: Path) -> None:
-    """Host ``--victim`` fails as ``case`` says (module docstring)."""
+def fail(case: str, args: argparse.Namespace, d: Path) -> tuple[float, str]:
+    """Host ``--victim`` fails as ``case`` says (module docstring), in this process (a
+    ``cluster`` command would start a Python first: a second and more under load, the job
+    going on meanwhile); the Unix time of the failure and what was done."""
     c, _ = manage.load(args.name, str(d / "c"))
     h = c.hosts[args.victim - 1]
+    t = time.time()
     if case == "rank":
-        for pid in manage.pids_in(h.netns):
-            if manage.mpi_rank_of(pid) is not None:
-                os.kill(pid, signal.SIGKILL)
-    elif case == "host":
-        cluster(args.name, d, "kill", str(args.victim))
-    elif case == "link":
-        cluster(args.name, d, "link", str(args.victim), "down")
-    else:
-        manage.kill_processes_in(type(c)(**{**c.__dict__, "hosts": (h,)}))
-        subprocess.run(["ip", "netns", "del", h.netns], capture_output=True, timeout=60)
+        pids = [p for p in manage.pids_in(h.netns) if manage.mpi_rank_of(p) is not None]
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        return t, f"killed ranks {pids}"
+    if case == "host":
+        _, killed = manage.kill_host(args.name, str(d / "c"), str(args.victim))
+        return t, f"killed {len(killed)} processes: " + "; ".join(
+            cmd.split(" --")[0] for _, cmd in killed)
+    if case == "link":
+        manage.set_link(args.name, str(d / "c"), str(args.victim), "down")
+        return t, "link down"
+    manage.kill_processes_in(type(c)(**{**c.__dict__, "hosts": (h,)}))
+    subprocess.run(["ip", "netns", "del", h.netns], capture_output=True, timeout=60)
+    return t, "namespace deleted"
 
 
 def write_store(args: argparse.Namespace, cfg: Path, store: str) -> float:
@@ -148,12 +155,11 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
     if r.returncode != 0:
         raise SystemExit(f"bench_survival: cluster up failed: {r.stderr}")
     proc, rows, err, threads = launch_job(args, d, store, cfg, out)
-    t_fail = None
+    t_fail, said = None, ""
     deadline = time.monotonic() + args.timeout * 2
     while proc.poll() is None and time.monotonic() < deadline:
         if t_fail is None and kill_after >= 0 and len(rows) >= kill_after:
-            t_fail = time.time()
-            fail(case, args, d)
+            t_fail, said = fail(case, args, d)
         time.sleep(0.01)
     hung = proc.poll() is None
     if hung:
@@ -169,7 +175,8 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
     report.unlink(missing_ok=True)
     rec = outcome(lines, launches, rows, t_fail, args.steps)
     return {"case": case, "run": i, "kill_after": kill_after, "hung": hung,
-            "rc": proc.returncode, **rec, "stderr_tail": "".join(err[-3:])[-400:]}
+            "rc": proc.returncode, **rec, "fail_said": said,
+            "stderr_tail": "".join(err[-3:])[-400:]}
 
 
 def per_launch(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
