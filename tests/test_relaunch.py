@@ -14,6 +14,7 @@ from mpi_coded.cluster import relaunch
 from mpi_coded.cluster.netns import plan_cluster
 from mpi_coded.cluster.relaunch import (
     Launch,
+    compile_package,
     has_steps,
     hosts_up,
     job_ended,
@@ -166,3 +167,18 @@ def test_a_launcher_that_hangs_after_its_jobs_summary_is_ended(tmp_path: Path,
     rc, launch, took = _fake_launch(tmp_path, "stale", "2", "hang")
     assert rc == 124 and launch.steps_verified == 2, (rc, launch)
     assert took < 10
+
+
+def test_the_package_is_compiled_once_before_the_launches(tmp_path: Path) -> None:
+    """Every rank of every (re)launch imports the package: without bytecode on disk (a
+    checkout, ``PYTHONDONTWRITEBYTECODE=1``) each compiled it at its start (issue 45), so
+    the supervisor writes it; a package it may not write to is left alone."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("X = 1\n")
+    (pkg / "sub" / "b.py").write_text("Y = 2\n")
+    assert compile_package(pkg)
+    assert list((pkg / "__pycache__").glob("a.*.pyc"))
+    assert list((pkg / "sub" / "__pycache__").glob("b.*.pyc"))
+    (pkg / "bad.py").write_text("def (:\n")
+    assert not compile_package(pkg)  # a module that does not compile: False, no raise
