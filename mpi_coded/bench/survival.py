@@ -105,6 +105,22 @@ def fail(case: str, args: argparse.Namespace, d: Path) -> tuple[float, str]:
     return t, "namespace deleted"
 
 
+def make_data(path: Path, rows: int, cols: int, seed: int, chunk: int = 1024) -> None:
+    """``X`` (standard normal, seeded) as a ``.npy`` file, written in row chunks: the data
+    set of ``--verify exact``, which streams it at the master."""
+    # deferred: numpy only for the data set; the bench itself runs none
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    x = np.lib.format.open_memmap(str(path) + ".part", mode="w+", dtype=np.float64,
+                                  shape=(rows, cols))
+    for r in range(0, rows, chunk):
+        x[r:r + chunk] = rng.standard_normal((min(chunk, rows - r), cols))
+    x.flush()
+    del x
+    os.replace(str(path) + ".part", path)
+
+
 def write_store(args: argparse.Namespace, cfg: Path, store: str) -> float:
     """The store's blocks in their hosts' directories (``mpi-coded store write``): seconds."""
     hosts = [f"{args.name}-node{k}" for k in range(1, args.hosts + 1)]
@@ -154,6 +170,9 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
                 "--rate", args.rate)
     if r.returncode != 0:
         raise SystemExit(f"bench_survival: cluster up failed: {r.stderr}")
+    state = Path(f"{out}.state.npz")  # the power iteration's state, saved with each step
+    for f in (d / "launches.jsonl", out, state):  # a run interrupted before left them
+        f.unlink(missing_ok=True)
     proc, rows, err, threads = launch_job(args, d, store, cfg, out)
     t_fail, said = None, ""
     deadline = time.monotonic() + args.timeout * 2
@@ -170,6 +189,7 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
     cluster(args.name, d, "down")
     lines = list(records(read_results(out), job=CEC)) if out.exists() else []
     out.unlink(missing_ok=True)
+    state.unlink(missing_ok=True)
     report = d / "launches.jsonl"
     launches = read_results(report) if report.exists() else []
     report.unlink(missing_ok=True)
@@ -296,7 +316,8 @@ def parser(doc: str) -> argparse.ArgumentParser:
     a("--rows", type=int, default=64)
     a("--cols", type=int, default=None, help="default: --rows")
     a("--p", type=float, default=0.2, help="each machine's preemption probability a step")
-    a("--data", default=None, help="the .npy of X (needed by --verify exact)")
+    a("--data", default=None, help="the .npy of X (needed by --verify exact; written, "
+                                   "seeded by --seed, when missing)")
     a("--verify", default=None, choices=("auto", "exact", "sketch"))
     a("--t-row", dest="t_row", type=float, default=0.005)
     a("--job-timeout", dest="job_timeout", type=float, default=4.0,
@@ -356,6 +377,10 @@ def main(argv: list[str] | None = None, doc: str = __doc__ or "") -> int:
             raise SystemExit(f"bench_survival: --cases: {c} is not one of {', '.join(CASES)}")
     d = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="mpi-coded-survival-"))
     d.mkdir(parents=True, exist_ok=True)
+    if args.data and not Path(args.data).exists():
+        t0 = time.perf_counter()
+        make_data(Path(args.data), args.rows, args.cols or args.rows, args.seed)
+        say(f"bench_survival: {args.data} written in {time.perf_counter() - t0:.1f} s")
     cfg = d / "job.toml"
     cfg.write_text(config_text(args))
     store = str(d / "store" / "{host}")
