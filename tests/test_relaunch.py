@@ -182,3 +182,21 @@ def test_the_package_is_compiled_once_before_the_launches(tmp_path: Path) -> Non
     assert list((pkg / "sub" / "__pycache__").glob("b.*.pyc"))
     (pkg / "bad.py").write_text("def (:\n")
     assert not compile_package(pkg)  # a module that does not compile: False, no raise
+
+
+def test_a_job_that_ended_verified_is_not_relaunched(tmp_path: Path) -> None:
+    """Whatever its launcher said after the job's verified summary (a hang, ranks ended
+    badly), the supervisor takes the job as done; before its summary, or with a summary
+    that says it ended early, the launch failed."""
+    out = tmp_path / "r.jsonl"
+    cfg = {"kind": "config", "job": "cec", "first_step": 1}
+    out.write_text(json.dumps(cfg) + "\n")
+    assert relaunch.job_status(1, str(out)) == 1 and relaunch.job_status(124, str(out)) == 124
+    early = {"kind": "summary", "job": "cec", "first_step": 1,
+             "all_verified": False, "ended_early": "rank 0 killed"}
+    out.write_text(json.dumps(cfg) + "\n" + json.dumps(early) + "\n")
+    assert relaunch.job_status(1, str(out)) == 1
+    done = {**early, "all_verified": True, "ended_early": None}
+    out.write_text(json.dumps(cfg) + "\n" + json.dumps(done) + "\n")
+    assert relaunch.job_status(1, str(out)) == 0 and relaunch.job_status(124, str(out)) == 0
+    assert relaunch.job_status(2, str(out)) == 2  # bad input stays bad input

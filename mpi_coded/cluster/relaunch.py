@@ -219,6 +219,20 @@ def completed(path: str) -> bool:
         not last[-1].get("ended_early")
 
 
+def job_status(rc: int, out: str) -> int:
+    """The launch's exit status ``rc`` as the supervisor reads it: 0 when the job's summary
+    in ``out`` says it ran to its end verified (:func:`completed`), whatever its launcher
+    said after it: a launcher that hung (124), or ranks that ended badly once the summary
+    was written (a relaunch would have nothing left to run: with ``verify = "exact"`` at
+    2 GiB the master's end check once outlasted the machines' wait for STOP, and three
+    relaunches of a finished job followed, issue 45)."""
+    if rc not in (0, EXIT_BAD_INPUT) and completed(out):
+        print(f"mpi-coded cluster relaunch: the job ended verified; its launcher's exit "
+              f"status {rc} after that is not relaunched", file=sys.stderr, flush=True)
+        return 0
+    return rc
+
+
 def job_ended(out: str) -> Callable[[], bool]:
     """Whether the job of the launch starting now wrote its summary to ``out``
     (:func:`own_summary` of the lines added since this was called)."""
@@ -319,9 +333,7 @@ def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeo
         launch = Launch(attempt, [h.name for h in up], ranks_arg(cmd)[1], time.time())
         print(f"mpi-coded cluster relaunch: launch {attempt} on {launch.hosts} "
               f"({launch.ranks} ranks)", file=sys.stderr, flush=True)
-        rc = run_streaming(argv, env, timeout, launch, job_ended(out))
-        if rc == 124 and completed(out):  # the job ended verified; its launcher hung
-            rc = 0
+        rc = job_status(run_streaming(argv, env, timeout, launch, job_ended(out)), out)
         launch.ended, launch.rc = time.time(), rc
         record = launch.to_dict()
         failures = events(launch.started)
