@@ -196,7 +196,7 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
     rec = outcome(lines, launches, rows, t_fail, args.steps)
     return {"case": case, "run": i, "kill_after": kill_after, "hung": hung,
             "rc": proc.returncode, **rec, "fail_said": said,
-            "stderr_tail": "".join(err[-3:])[-400:]}
+            "stderr_tail": "".join(err[-40:])[-4000:]}
 
 
 def per_launch(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
