@@ -14,6 +14,7 @@ from mpi_coded.cluster import relaunch
 from mpi_coded.cluster.netns import plan_cluster
 from mpi_coded.cluster.relaunch import (
     Launch,
+    compile_package,
     has_steps,
     hosts_up,
     job_ended,
@@ -166,3 +167,36 @@ def test_a_launcher_that_hangs_after_its_jobs_summary_is_ended(tmp_path: Path,
     rc, launch, took = _fake_launch(tmp_path, "stale", "2", "hang")
     assert rc == 124 and launch.steps_verified == 2, (rc, launch)
     assert took < 10
+
+
+def test_the_package_is_compiled_once_before_the_launches(tmp_path: Path) -> None:
+    """Every rank of every (re)launch imports the package: without bytecode on disk (a
+    checkout, ``PYTHONDONTWRITEBYTECODE=1``) each compiled it at its start (issue 45), so
+    the supervisor writes it; a package it may not write to is left alone."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("X = 1\n")
+    (pkg / "sub" / "b.py").write_text("Y = 2\n")
+    assert compile_package(pkg)
+    assert list((pkg / "__pycache__").glob("a.*.pyc"))
+    assert list((pkg / "sub" / "__pycache__").glob("b.*.pyc"))
+    (pkg / "bad.py").write_text("def (:\n")
+    assert not compile_package(pkg)  # a module that does not compile: False, no raise
+
+
+def test_a_job_that_ended_verified_is_not_relaunched(tmp_path: Path) -> None:
+    """Whatever its launcher said after the job's verified summary (a hang, ranks ended
+    badly), the supervisor takes the job as done; before its summary, or with a summary
+    that says it ended early, the launch failed."""
+    out = tmp_path / "r.jsonl"
+    cfg = {"kind": "config", "job": "cec", "first_step": 1}
+    out.write_text(json.dumps(cfg) + "\n")
+    assert relaunch.job_status(1, str(out)) == 1 and relaunch.job_status(124, str(out)) == 124
+    early = {"kind": "summary", "job": "cec", "first_step": 1,
+             "all_verified": False, "ended_early": "rank 0 killed"}
+    out.write_text(json.dumps(cfg) + "\n" + json.dumps(early) + "\n")
+    assert relaunch.job_status(1, str(out)) == 1
+    done = {**early, "all_verified": True, "ended_early": None}
+    out.write_text(json.dumps(cfg) + "\n" + json.dumps(done) + "\n")
+    assert relaunch.job_status(1, str(out)) == 0 and relaunch.job_status(124, str(out)) == 0
+    assert relaunch.job_status(2, str(out)) == 2  # bad input stays bad input

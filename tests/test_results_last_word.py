@@ -12,7 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from mpi_coded.results import SCHEMA_VERSION, read_results
+from mpi_coded.results import SCHEMA_VERSION, last_word, read_results
 from mpi_coded.results.last_word import watch
 
 CONFIG = {"kind": "config", "job": "cec", "N": 6}
@@ -248,3 +248,20 @@ def test_a_file_system_that_cannot_lock_and_a_fifo_stop_no_writer(tmp_path, monk
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert writer.wait_unheld(str(fifo), 5.0)
+
+
+def test_rank0_does_not_wait_for_its_watcher_to_start(tmp_path, monkeypatch, capsys):
+    """The watcher's start (a Python, its imports: a second and more on a loaded host) is
+    not rank 0's: it once held the first step of every relaunch (issue 45).  A watcher
+    that could not start is still one warning line, read as rank 0 goes on."""
+    monkeypatch.setattr(last_word, "_START",
+                        "import sys, time; time.sleep(1.5); sys.exit('no package here')")
+    out = tmp_path / "job.jsonl"
+    t0 = time.monotonic()
+    last = last_word.LastWord(str(out))
+    last.provisional(dict(PROVISIONAL, steps=1))  # into the pipe: nobody reads it yet
+    assert time.monotonic() - t0 < 1.0
+    last.done()
+    err = capsys.readouterr().err
+    assert "no watcher for the last line" in err and "no package here" in err, err
+    assert not out.exists()

@@ -25,6 +25,7 @@ The decisions (:func:`hosts_up`, :func:`ranks_left`, :func:`relaunch_command`,
 
 from __future__ import annotations
 
+import compileall
 import json
 import re
 import selectors
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mpi_coded
 from mpi_coded.cluster import manage
 from mpi_coded.cluster.netns import EmulatedCluster, Host
 from mpi_coded.errors import ConfigError, require
@@ -217,6 +219,20 @@ def completed(path: str) -> bool:
         not last[-1].get("ended_early")
 
 
+def job_status(rc: int, out: str) -> int:
+    """The launch's exit status ``rc`` as the supervisor reads it: 0 when the job's summary
+    in ``out`` says it ran to its end verified (:func:`completed`), whatever its launcher
+    said after it: a launcher that hung (124), or ranks that ended badly once the summary
+    was written (a relaunch would have nothing left to run: with ``verify = "exact"`` at
+    2 GiB the master's end check once outlasted the machines' wait for STOP, and three
+    relaunches of a finished job followed, issue 45)."""
+    if rc not in (0, EXIT_BAD_INPUT) and completed(out):
+        print(f"mpi-coded cluster relaunch: the job ended verified; its launcher's exit "
+              f"status {rc} after that is not relaunched", file=sys.stderr, flush=True)
+        return 0
+    return rc
+
+
 def job_ended(out: str) -> Callable[[], bool]:
     """Whether the job of the launch starting now wrote its summary to ``out``
     (:func:`own_summary` of the lines added since this was called)."""
@@ -276,6 +292,23 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout: float, launch: 
         sel.close()
 
 
+def compile_package(root: Path = Path(mpi_coded.__file__).parent) -> bool:
+    """Write the bytecode of the package's modules that has none (or a stale one) before
+    the first launch; whether every module compiled.
+
+    Every rank of every launch imports about 100 of the package's modules.  Without their
+    bytecode on disk (an editable install, a checkout, a venv built under
+    ``PYTHONDONTWRITEBYTECODE=1``, which also keeps each rank from writing it) each rank
+    compiled them all from source at its start: about 0.12 s of CPU a rank, paid again by
+    every relaunch, where the ranks start together on the hosts left (issue 45: 5 ranks on
+    2 cores).  A wheel's install writes this bytecode; here it is written once.  A package
+    the supervisor may not write to is left as it is (its ranks compile, as before)."""
+    try:
+        return bool(compileall.compile_dir(str(root), quiet=2, workers=1))
+    except OSError:
+        return False
+
+
 def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeout: float,
               report: str | None, events: Callable[[float], list[dict[str, Any]]]) -> int:
     """The loop of the module docstring; the last launch's exit status."""
@@ -286,6 +319,7 @@ def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeo
     rc = 1
     failed_at: float | None = None
     lost: list[str] = []
+    compile_package()
     for attempt in range(tries + 1):
         up = hosts_up(all_hosts, lambda ns: Path(f"/run/netns/{ns}").exists(),
                       manage.port_up, lost)
@@ -299,9 +333,7 @@ def supervise(c: EmulatedCluster, d: Path, command: list[str], tries: int, timeo
         launch = Launch(attempt, [h.name for h in up], ranks_arg(cmd)[1], time.time())
         print(f"mpi-coded cluster relaunch: launch {attempt} on {launch.hosts} "
               f"({launch.ranks} ranks)", file=sys.stderr, flush=True)
-        rc = run_streaming(argv, env, timeout, launch, job_ended(out))
-        if rc == 124 and completed(out):  # the job ended verified; its launcher hung
-            rc = 0
+        rc = job_status(run_streaming(argv, env, timeout, launch, job_ended(out)), out)
         launch.ended, launch.rc = time.time(), rc
         record = launch.to_dict()
         failures = events(launch.started)

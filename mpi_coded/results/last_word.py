@@ -49,6 +49,7 @@ class LastWord:
     def __init__(self, path: str) -> None:
         self.path = path
         self._pipe: IO[str] | None = None
+        self._starting: subprocess.Popen[str] | None = None
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-c", _START, path, str(os.getpid()), socket.gethostname()],
@@ -57,17 +58,40 @@ class LastWord:
         except OSError as exc:  # no watcher: rank 0's own last line is all there is
             _warn(path, str(exc))
             return
-        try:  # the first fork's parent exits as soon as the watcher runs
-            rc = proc.wait(timeout=60)
+        # Rank 0 does not wait for the watcher to start (its Python and its imports: a
+        # tenth of a second of CPU, a second and more on a loaded host; issue 45: rank 0
+        # waited so before the first step of every relaunch).  Its pipe takes the lines
+        # meanwhile; whether it started is read as rank 0 goes (:meth:`_started`).
+        self._pipe, self._starting = proc.stdin, proc
+
+    def _started(self, wait: float | None = None) -> None:
+        """Reap the watcher's first parent (it exits as soon as the watcher runs), waiting
+        up to ``wait`` seconds (None: only if it has exited): a watcher that could not
+        start is one warning line, and rank 0 goes on without it."""
+        proc = self._starting
+        if proc is None:
+            return
+        try:
+            rc = proc.wait(timeout=wait) if wait else proc.poll()
         except subprocess.TimeoutExpired:  # slow to start: its pipe works all the same
             rc = 0
+        if rc is None:
+            return
+        self._starting = None
         if rc != 0:  # it could not start (its error, in one line)
             err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
-            _warn(path, err[-1] if err else f"exit status {rc}")
-            return
+            _warn(self.path, err[-1] if err else f"exit status {rc}")
+            self._close()
         if proc.stderr is not None:  # the watcher's own is /dev/null
             proc.stderr.close()
-        self._pipe = proc.stdin
+
+    def _close(self) -> None:
+        if self._pipe is not None:
+            try:
+                self._pipe.close()
+            except OSError:
+                pass
+            self._pipe = None
 
     def provisional(self, summary: dict[str, Any], after: str | None = None) -> None:
         """The summary to write if rank 0 ends before its own (``ended_early`` is set by the
@@ -78,15 +102,12 @@ class LastWord:
 
     def done(self) -> None:
         """Rank 0 wrote its last line: the watcher writes nothing."""
+        self._started(60)
         self._send(_DONE)
-        if self._pipe is not None:
-            try:
-                self._pipe.close()
-            except OSError:
-                pass
-            self._pipe = None
+        self._close()
 
     def _send(self, line: str) -> None:
+        self._started()
         if self._pipe is None:
             return
         try:
