@@ -344,8 +344,9 @@ class Lie(FaultMode):
 
     def check(self, fault: Fault, steps: int) -> None:
         assert fault.step is not None
-        require(fault.step <= steps, ARG, f"lie STEP must be a step of the job (1..{steps})",
-                f"lie:{fault.rank}:{fault.step}")
+        first = 1 if fault.phase == "answer" else 0  # elastic steps, coded repetitions
+        require(fault.step <= steps, ARG, "lie STEP must be a step (elastic) or repetition "
+                f"(coded) of the job ({first}..{steps})", f"lie:{fault.rank}:{fault.step}")
 
     def active(self, fault: Fault, rank: int, phase: str, step: int | None) -> bool:
         return (fault.rank == rank and phase == fault.phase and step is not None and

@@ -22,7 +22,7 @@ from mpi_coded.cec.plan import make_plan
 from mpi_coded.cec.quarantine import BLOCK_GOOD, BLOCK_REPAIRED, LOST, READMITTED, Quarantine
 from mpi_coded.codes.mds import DecoderCache, systematic_mds
 from mpi_coded.errors import ConfigError
-from mpi_coded.faults import Answer, corrupt_entry, mode_of, parse_fault
+from mpi_coded.faults import Answer, check_steps, corrupt_entry, mode_of, parse_fault
 from mpi_coded.fields import get_field
 from mpi_coded.store.sketch import Sketch, SketchBuilder
 
@@ -66,7 +66,7 @@ def test_one_wrong_answer_is_located_and_decoded_around_with_one_spare(field_nam
     assert set(candidates(plan, answers, dec, g)) == set(answers[f])
     found = search(plan, answers, dec, g, exact(fld, x, w), max_wrong=1)
     assert found is not None
-    z, skip = found
+    z, skip, _ = found
     assert liar in skip
     assert exact(fld, x, w)(z)
     named = wrong_answers(plan, answers, z, g, fld, 0, "spare")
@@ -188,6 +188,14 @@ def test_too_few_machines_plan_the_quarantined_on_probation():
         Quarantine(out_steps=-1)
 
 
+def test_a_late_answer_of_a_time_already_caught_earns_no_second_catch() -> None:
+    q = Quarantine(out_steps=0)
+    q.caught(3, 4)
+    assert q.known(3, 4) and q.known(3, 2) and not q.known(3, 5) and not q.known(2, 1)
+    q.lose(2)
+    assert q.known(2, 9)
+
+
 def test_quarantine_steps_zero_plans_a_caught_machine_on_probation_at_once() -> None:
     q = Quarantine(out_steps=0)
     q.caught(2, 5)
@@ -222,6 +230,8 @@ def test_lying_fault_modes_fire_as_specified():
     lmode = mode_of(lie)
     assert lmode.repeats(lie) and not lmode.active(lie, 3, "answer", 3)
     assert lmode.active(lie, 3, "answer", 4) and lmode.active(lie, 3, "answer", 40)
+    with pytest.raises(ConfigError, match=r"repetition \(coded\) of the job \(0..2\)"):
+        check_steps([parse_fault("lie:1:3", "coded", 7)], 2)  # 3 repetitions: 0..2
     coded = parse_fault("lie:1", "coded", 7)  # the coded job: the map, from repetition 0
     assert coded.phase == "map" and coded.step == 0
     assert lmode.active(coded, 1, "map", 0) and not lmode.active(coded, 1, "shuffle", 0)
@@ -272,7 +282,8 @@ def test_with_two_spares_a_row_set_outvotes_its_wrong_answer(field_name):
         return exact(fld, x, w)(z)
 
     found = search(plan, answers, dec, g, accept, max_wrong=2)
-    assert found is not None and found[1] == frozenset(liars) and len(checks) == 1
+    assert found is not None and len(checks) == 1
+    assert found[1] == frozenset() and found[2] == {f: n for n, f in liars.items()}
     named = wrong_answers(plan, answers, found[0], g, fld, 0, "spare")
     assert {(a.machine, a.set) for a in named} == set(liars.items())
     for n in liars:  # no single machine left out decodes right: the vote saved checks
@@ -300,6 +311,6 @@ def test_a_vote_and_a_search_together_find_three_wrong_answers_with_two_spares()
         answers[f][n] = answers[f][n] ^ np.uint8(7)
     assert outvoted(plan, answers, dec, g) == {1: 2}
     found = search(plan, answers, dec, g, exact(fld, x, w), max_wrong=2)
-    assert found is not None and found[1] == frozenset({1, 2, 3})
+    assert found is not None and found[1] == frozenset({1, 3}) and found[2] == {1: 2}
     named = wrong_answers(plan, answers, found[0], g, fld, 0, "spare")
     assert {(a.machine, a.set) for a in named} == {(1, 0), (3, 0), (2, 1)}

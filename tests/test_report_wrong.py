@@ -6,11 +6,11 @@ their events (docs/theory.md A.10, docs/coded.md "A server that answers wrong").
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
-from test_report import CODED_ARGS, Tables
+from test_mpi_coded_wrong import job as coded_job
+from test_report import Tables
 
 from conftest import run_cli, run_mpi
 
@@ -21,17 +21,13 @@ def test_the_report_names_the_wrong_machine_and_server_and_their_quarantine(tmp_
                                                                             ) -> None:
     if importlib.util.find_spec("matplotlib") is None:
         pytest.skip("matplotlib is not installed (pip install -e '.[report]')")
-    cec, coded = tmp_path / "cec.jsonl", tmp_path / "coded.jsonl"
+    cec, coded = tmp_path / "cec.jsonl", tmp_path / "coded.jsonl"  # coded_job's file
     r = run_mpi(7, ["run", "cec", "--out", str(cec), "--fault", "corrupt:2:answer@2"],
                 timeout=120)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    args = [a if a != "2" or i != CODED_ARGS.index("--reps") + 1 else "3"
-            for i, a in enumerate(CODED_ARGS)]
-    r = run_mpi(7, [*args, "--fault", "corrupt:2:map@1", "--out", str(coded)], timeout=120)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    runs = [json.loads(x) for x in coded.read_text().splitlines()]
-    spoiled = [x["rep"] for x in runs if x["kind"] == "run" and x.get("wrong_answers")]
-    assert spoiled == [1], runs  # the seeded straggler draw: server 1 a finisher at rep 1
+    r, runs, _ = coded_job(tmp_path, "unified", "corrupt:2:map@1")  # fixed speeds: server
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]  # 1 finishes first
+    assert [bool(x.get("wrong_answers")) for x in runs] == [False, True, False]
     r = run_cli(["report", str(cec), str(coded), "--out", str(tmp_path / "out"), "--quiet"])
     assert r.returncode == 0, r.stdout + r.stderr
     tables = Tables()

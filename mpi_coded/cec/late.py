@@ -29,9 +29,9 @@ from mpi_coded.cec.locate import WrongAnswer, split_results, wrong_answers
 from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.fields import Field
 
-KEEP = 8
-"""Attempts of verified products kept for their late answers (a few steps' worth: a late
-answer arrives within the next step, or it is the next step's late machine)."""
+KEEP = 4
+"""Verified products (wire steps, each with all its attempts) kept for their late answers:
+two steps of linreg's two products (a late answer arrives within the next step)."""
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,13 @@ class LateAnswers:
     def keep(self, vstep: int, plans: Mapping[int, StepPlan], z: np.ndarray, step: int
              ) -> None:
         """Product ``vstep`` verified as ``z``: each attempt's plan kept (the oldest
-        forgotten past :attr:`keep_last`)."""
+        products forgotten past :attr:`keep_last`)."""
         for attempt, plan in plans.items():
             self.kept[(vstep, attempt)] = Verified(plan, z, step)
-        while len(self.kept) > self.keep_last:
-            del self.kept[next(iter(self.kept))]
+        while len({v for v, _ in self.kept}) > self.keep_last:
+            oldest = next(iter(self.kept))[0]
+            for key in [k for k in self.kept if k[0] == oldest]:
+                del self.kept[key]
 
     def part(self, vstep: int, attempt: int, n: int, f: int, y: np.ndarray) -> None:
         """A late answer of machine ``n`` for row set ``f`` (``S > 0``)."""

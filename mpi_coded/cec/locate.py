@@ -172,11 +172,12 @@ def outvoted(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray
 
 def search(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray,
            accept: Callable[[np.ndarray], bool], max_wrong: int, fewest: int = 1
-           ) -> tuple[np.ndarray, frozenset[int]] | None:
+           ) -> tuple[np.ndarray, frozenset[int], dict[int, int]] | None:
     """The first decode without ``fewest`` to ``max_wrong`` suspected machines that
     ``accept`` takes (module docstring, 2; ``fewest = 0`` tries the plain decode first),
     the machines :func:`outvoted` by their row sets left out first (with up to
-    ``max_wrong`` others): the decoded ``L x R`` and the machines left out; None when
+    ``max_wrong`` others): the decoded ``L x R``, the machines left out of every set and
+    the answers dropped in one set only (row set -> machine, the outvoted ones); None when
     none passes within :data:`MAX_HYPOTHESES` decodes."""
     voted = outvoted(plan, answers, dec, g)
     cands = candidates(plan, answers, dec, g)
@@ -195,7 +196,7 @@ def search(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray,
                     continue
                 tried += 1
                 if accept(z):
-                    return z, skip | frozenset(drop.values())
+                    return z, skip, dict(drop)
                 if tried >= MAX_HYPOTHESES:
                     return None
     return None

@@ -55,6 +55,7 @@ class Quarantine:
     probation: set[int] = field(default_factory=set)
     strikes: dict[int, int] = field(default_factory=dict)
     lost: set[int] = field(default_factory=set)
+    last_caught: dict[int, int] = field(default_factory=dict)  # machine -> step caught last
 
     def __post_init__(self) -> None:
         require(self.out_steps >= 0, "quarantine_steps", "must be >= 0", self.out_steps)
@@ -62,8 +63,15 @@ class Quarantine:
 
     def caught(self, n: int, step: int) -> None:
         """``n`` answered wrong at ``step``: out of the next plans, its probation over."""
+        self.last_caught[n] = step
         self.since[n] = step
         self.probation.discard(n)
+
+    def known(self, n: int, step: int) -> bool:
+        """Whether a wrong answer ``n`` gave at ``step`` (a late one, found since) is
+        already accounted: ``n`` was caught at ``step`` or after (or is lost), so it earns
+        no second catch, strike or block check for the same time."""
+        return n in self.lost or self.last_caught.get(n, 0) >= step
 
     def block_checked(self, n: int, good: bool) -> str:
         """The verdict on ``n``'s block after it was caught: the event (``block-good``,

@@ -24,7 +24,7 @@ from mpi_coded.cli.cec import fault_help
 from mpi_coded.coded.job import KEY_CLASSES, load_job
 from mpi_coded.coded.schemes import get, names
 from mpi_coded.config_keys import add_flags, flag_keys
-from mpi_coded.faults import parse_faults
+from mpi_coded.faults import check_steps, parse_faults
 
 LOAD_SCHEMES = names(closed_form_load=True)
 """The built-in schemes with a closed-form load (uc, cmr, sc, unified); ``load``'s
@@ -87,6 +87,7 @@ def _run_coded(args: argparse.Namespace) -> int:
     job = load_job(args.config, {k: getattr(args, k) for k in flag_keys(*KEY_CLASSES)})
 
     faults = parse_faults(args.fault, "coded", job.world_size)
+    check_steps(faults, job.reps - 1)  # repetitions 0..reps-1; bad input before any MPI
     # deferred: mpi4py: MPI starts here, only for run coded
     from mpi_coded.runtime.coded import job as coded_job
 

@@ -87,6 +87,8 @@ class Flight:
     start: float
     plan: StepPlan = field(init=False)
     plans: dict[int, StepPlan] = field(default_factory=dict)  # attempt -> its plan
+    # re-planned attempts' answers (a machine missed the deadline): checked once verified
+    earlier: list[tuple[StepPlan, locate.Answers, int]] = field(default_factory=list)
     attempt: int = 0
     late: list[int] = field(default_factory=list)
     dead: list[int] = field(default_factory=list)  # planned, and died (ulfm)
@@ -137,6 +139,8 @@ class CodedSteps(Steps):
         self.env: list[int] = []
         self.late = LateAnswers(self.g, fld)  # late answers checked (mpi_coded.cec.late)
         cl.late_check = self.check_late
+        self.flying = 0  # the wire step of the product in flight
+        self.held: list[tuple[P.Header, np.ndarray]] = []  # its earlier attempts' late ones
 
     def setup(self, env: list[int]) -> DataSent:
         cfg, cl, fld = self.cfg, self.cl, self.field
@@ -196,10 +200,13 @@ class CodedSteps(Steps):
 
     def check_late(self, h: P.Header, arr: np.ndarray | None) -> None:
         """An answer that arrived after its step was over, re-encoded against the step's
-        verified result when it is still kept (:mod:`mpi_coded.cec.late`)."""
+        verified result when it is still kept (:mod:`mpi_coded.cec.late`); one of an
+        earlier attempt of the product in flight is held until the product verifies."""
         if arr is None:
             return
-        if h.kind == P.Kind.PART:
+        if h.step == self.flying:
+            self.held.append((h, arr))
+        elif h.kind == P.Kind.PART:
             attempt, f = split_aux(h.aux)
             self.late.part(h.step, attempt, h.source, f, arr)
         elif h.kind == P.Kind.RESULT:
@@ -207,6 +214,18 @@ class CodedSteps(Steps):
 
     def late_wrong(self) -> list[locate.WrongAnswer]:
         return list(self.late.found)
+
+    def kept(self, f: Flight) -> None:
+        """Product ``f`` verified: kept for its late answers; the answers of its re-planned
+        attempts and those held (an earlier attempt's, late) re-encoded against it."""
+        assert f.z is not None
+        self.late.keep(f.vstep, f.plans, f.z, f.t)
+        for plan, answers, attempt in f.earlier:
+            f.wrong += locate.wrong_answers(plan, answers, f.z, self.g, self.field, attempt,
+                                            "unused")
+        held, self.held, self.flying = self.held, [], 0
+        for h, arr in held:
+            self.check_late(h, arr)
 
     # -- what the plan knows --------------------------------------------------------------
 
@@ -239,8 +258,7 @@ class CodedSteps(Steps):
         elif self.q.probes or f.att.per_set:
             self.probe(f, waited)
         if self.field.verified(err):  # its late answers are checked against it
-            assert f.z is not None
-            self.late.keep(f.vstep, f.plans, f.z, f.t)
+            self.kept(f)
         self.finish(f)
         f.wrong += self.late.take()  # late answers of earlier steps found wrong meanwhile
         self.quarantine(f)
@@ -250,6 +268,7 @@ class CodedSteps(Steps):
 
     def plan(self, t: int, which: int, avail: list[int]) -> Flight:
         cfg, prod = self.cfg, self.prods[which]
+        self.flying, self.held = prod.first_vstep(t) + which, []
         S = min(cfg.S, len(avail) - cfg.L)
         speeds = self.cl.plan_speeds()
         planned = self.make(avail, S, self.prev[which], prod.R)
@@ -290,6 +309,7 @@ class CodedSteps(Steps):
         late = [] if dead else missing
         f.late += late
         f.dead += dead
+        f.earlier.append((f.plan, f.att.answers(), f.attempt))
         for n in late:
             self.cl.suspects.missed(n, f.t)
         f.avail = [n for n in f.avail if n not in late and n not in links.lost]
@@ -361,7 +381,7 @@ class CodedSteps(Steps):
             warn(f"step {f.t}: the decoded product failed its check and no decode from the "
                  f"answers passed: NOT VERIFIED (too few correct answers)")
             return y, err, waited
-        z, y2, err2, skip = found
+        z, y2, err2, skip, drop = found
         f.z = z
         how = "spare" if len(tried) == 1 else "re-asked"
         f.decoded = time.perf_counter()
@@ -369,8 +389,8 @@ class CodedSteps(Steps):
             f.wrong += locate.wrong_answers(plan, answers, z, self.g, self.field, attempt,
                                             how)
         last = tried[-1][1]  # the machines each row set was decoded from (as decode_parts)
-        used = [sorted([n for n in last.get(i, {}) if n not in skip][: self.cfg.L])
-                for i in range(len(f.plan.sets))]
+        used = [sorted([n for n in last.get(i, {}) if n not in skip and drop.get(i) != n]
+                       [: self.cfg.L]) for i in range(len(f.plan.sets))]
         return y2, err2, used
 
     def probe(self, f: Flight, waited: list[list[int]]) -> None:
@@ -394,9 +414,12 @@ class CodedSteps(Steps):
     def quarantine(self, f: Flight) -> None:
         """The machines named wrong are caught (their blocks checked, rebuilt when
         corrupt); the machines on probation whose probe was clean are re-admitted."""
+        q = self.cl.quarantine
         named = sorted({a.machine for a in f.wrong})
         handled = {e["machine"] for e in f.events}  # caught already (a corrupt block)
-        if todo := [n for n in named if n not in handled]:
+        fresh = {a.machine for a in f.wrong  # a late answer of a time already caught: named
+                 if a.step is None or not q.known(a.machine, a.step)}  # only, no strike
+        if todo := [n for n in named if n not in handled and n in fresh]:
             f.events += catch(self.cl, self, todo, f.t, f.vstep)
         for n in f.probed:
             if n not in named and self.cl.quarantine.probed(n, True):
@@ -457,9 +480,10 @@ class CodedSteps(Steps):
         return f.plan, f.att.answers(), f.attempt
 
     def search(self, f: Flight, w: np.ndarray, answers: locate.Answers, fewest: int = 1
-               ) -> tuple[np.ndarray, np.ndarray, float, frozenset[int]] | None:
+               ) -> tuple[np.ndarray, np.ndarray, float, frozenset[int], dict[int, int]
+                          ] | None:
         """A decode of ``answers`` without up to ``S`` machines whose ``y`` passes the check:
-        ``(Z, y, error, machines left out)``."""
+        ``(Z, y, error, machines left out, answers dropped in one set)``."""
         out: list[tuple[np.ndarray, float]] = []
         rows = f.prod.x.shape[0]
 
@@ -473,8 +497,8 @@ class CodedSteps(Steps):
                               max(1, f.plan.S), fewest)
         if found is None:
             return None
-        z, skip = found
-        return z, out[-1][0], out[-1][1], skip
+        z, skip, drop = found
+        return z, out[-1][0], out[-1][1], skip, drop
 
     def account(self, f: Flight) -> None:
         """Suspects: who was on time, who was cut off as the slowest too often."""

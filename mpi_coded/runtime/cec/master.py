@@ -93,8 +93,9 @@ class Table:
             note += f"  stand-ins {rec.stand_ins}"
         if rec.wrong_answers:
             wrong = sorted({a["machine"] for a in rec.wrong_answers})
-            first = rec.wrong_answers[0]
-            how = first["found"] + (f" of step {first['step']}" if "step" in first else "")
+            how = ", ".join(sorted({a["found"] + (f" of step {a['step']}" if "step" in a
+                                                             else "")
+                                    for a in rec.wrong_answers}))
             note += f"  wrong answers of {wrong} ({how})"
         if rec.quarantined:
             note += f"  quarantined {rec.quarantined}"
