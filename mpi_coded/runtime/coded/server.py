@@ -205,8 +205,10 @@ class CodedServer:
         field, x = self.setup.field, self.setup.X
         product = None
         if rows is not None:
+            coded: np.ndarray = rows  # (a name of its own: older mypy narrows no closure)
+
             def product(v: np.ndarray) -> np.ndarray:  # the same rows, other vectors
-                return field.matmul(rows, v.reshape(x.shape)).reshape(-1)
+                return field.matmul(coded, v.reshape(x.shape)).reshape(-1)
         at_phase(self.faults, self.comm, phase, rep, Answer(
             values, field.order, answer_rng(self.rank), None if rows is None else
             x.reshape(-1), product), answers_only=True)
