@@ -135,11 +135,12 @@ def decode_without(plan: StepPlan, answers: Answers, dec: StepDecoder,
     return yb.copy()
 
 
-def candidates(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray
-               ) -> list[int]:
-    """The machines a search suspects: those of the inconsistent sets, the ones in most of
-    them first; with none inconsistent, every machine of a set with a spare answer."""
-    bad = inconsistent_sets(plan, answers, dec, g)
+def candidates(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray,
+               bad: Sequence[int] | None = None) -> list[int]:
+    """The machines a search suspects: those of the inconsistent sets (``bad``, when
+    known), the ones in most of them first; with none inconsistent, every machine of a
+    set with a spare answer."""
+    bad = inconsistent_sets(plan, answers, dec, g) if bad is None else bad
     count: dict[int, int] = {}
     for f in bad or [f for f, got in answers.items() if len(got) > plan.L]:
         for n in answers[f]:
@@ -147,8 +148,8 @@ def candidates(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray
     return sorted(count, key=lambda n: (-count[n], n))
 
 
-def outvoted(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray
-             ) -> dict[int, int]:
+def outvoted(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray,
+             bad: Sequence[int] | None = None) -> dict[int, int]:
     """Row set -> the machine whose answer the set alone proves wrong: in a set of ``k >= L + 2``
     answers that are not one codeword, ``n`` is outvoted when the codeword decoded from
     ``L`` of the others agrees with all ``k - 1`` others (so they are one codeword of
@@ -157,7 +158,7 @@ def outvoted(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray
     two wrong answers or more outvotes no one."""
     L, fld = plan.L, dec.field
     out: dict[int, int] = {}
-    for f in inconsistent_sets(plan, answers, dec, g):
+    for f in inconsistent_sets(plan, answers, dec, g) if bad is None else bad:
         items = list(answers[f].items())
         if len(items) < L + 2:
             continue
@@ -179,9 +180,10 @@ def search(plan: StepPlan, answers: Answers, dec: StepDecoder, g: np.ndarray,
     ``max_wrong`` others): the decoded ``L x R``, the machines left out of every set and
     the answers dropped in one set only (row set -> machine, the outvoted ones); None when
     none passes within :data:`MAX_HYPOTHESES` decodes."""
-    voted = outvoted(plan, answers, dec, g)
-    cands = candidates(plan, answers, dec, g)
-    bad = set(inconsistent_sets(plan, answers, dec, g)) - set(voted) if voted else set()
+    inconsistent = inconsistent_sets(plan, answers, dec, g)  # once: each is L decodes
+    voted = outvoted(plan, answers, dec, g, inconsistent)
+    cands = candidates(plan, answers, dec, g, inconsistent)
+    bad = set(inconsistent) - set(voted)
     # the outvoted answers dropped, with up to max_wrong machines of the sets whose vote
     # failed (two wrong answers in one); then, should a vote have been fooled, without them
     unvoted = [c for c in cands if any(c in answers[f] for f in bad)]

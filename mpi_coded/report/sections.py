@@ -100,14 +100,11 @@ def elastic_section(src: Source, i: int, job: ElasticJob) -> Section:
         srow = {**summ.fields_dict(), "workload": (summ.workload_check or {}).get("ok")}
         parts.append(H.table(SUMMARY_COLUMNS, [srow], "cec-summary",
                              [not summ.all_verified]))
-    events = [{"step": s.step, **e} for s in job.steps for e in s.quarantine]
-    if events:
-        parts.append(H.note(f"{sum(len(s.wrong_answers) for s in job.steps)} wrong answers "
-                            "located; machines caught answering wrong, their blocks checked "
-                            "(and rebuilt), re-admitted or lost (docs/theory.md A.10):"))
-        parts.append(H.fold(H.table(QUARANTINE_COLUMNS, events, "cec-quarantine",
-                                    [e["event"] == "lost" for e in events]),
-                            len(events), "quarantine events"))
+    parts += _quarantine(
+        QUARANTINE_COLUMNS, [{"step": s.step, **e} for s in job.steps for e in s.quarantine],
+        "cec-quarantine", f"{sum(len(s.wrong_answers) for s in job.steps)} wrong answers "
+        "located; machines caught answering wrong, their blocks checked (and rebuilt), "
+        "re-admitted or lost (docs/theory.md A.10):")
     figs = 0
     if job.steps:
         steps = [s.step for s in job.steps]
@@ -129,6 +126,16 @@ def elastic_section(src: Source, i: int, job: ElasticJob) -> Section:
                               "configured speed)."))
             figs += 1
     return Section(anchor, title, "\n".join(parts), problems, figs)
+
+
+def _quarantine(columns: list[tuple[str, str]], events: list[dict[str, Any]], kind: str,
+                note: str) -> list[str]:
+    """A job's quarantine events (a lost one marked), under ``note``; none: nothing."""
+    if not events:
+        return []
+    return [H.note(note), H.fold(H.table(columns, events, kind,
+                                         [e["event"] == "lost" for e in events]),
+                                 len(events), "quarantine events")]
 
 
 def _estimates(est: dict[str, float] | None) -> str:
@@ -224,15 +231,12 @@ def coded_section(src: Source, i: int, job: CodedJobLines, model: Model | None) 
                     "repetitions")]
     if why:
         parts.append(H.note(why))
-    events = [{"rep": r.rep, **e} for r in job.runs for e in r.quarantine or []]
-    if events:
-        named = sum(len(r.wrong_answers or []) for r in job.runs)
-        parts.append(H.note(f"{named} wrong map outputs or payloads named; servers caught "
-                            "answering wrong, left out of later repetitions, re-admitted or "
-                            "lost (docs/coded.md, \"A server that answers wrong\"):"))
-        parts.append(H.fold(H.table(SERVER_EVENT_COLUMNS, events, "coded-quarantine",
-                                    [e["event"] == "lost" for e in events]),
-                            len(events), "quarantine events"))
+    parts += _quarantine(
+        SERVER_EVENT_COLUMNS,
+        [{"rep": r.rep, **e} for r in job.runs for e in r.quarantine or []],
+        "coded-quarantine", f"{sum(len(r.wrong_answers or []) for r in job.runs)} wrong map "
+        "outputs or payloads named; servers caught answering wrong, left out of later "
+        "repetitions, re-admitted or lost (docs/coded.md, \"A server that answers wrong\"):")
     figs = 0
     if job.runs:
         labels = [f"rep {r.rep}" for r in job.runs]
