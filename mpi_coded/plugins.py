@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 from mpi_coded.cec.plan import POLICIES
 from mpi_coded.cec.policy import CODED_STEPS, ElasticPolicy, plan_violation
 from mpi_coded.cec.workloads import WORKLOADS, Workload
-from mpi_coded.coded.params import CodedParams
 from mpi_coded.errors import ConfigError
 from mpi_coded.faults import FAULTS, PHASES, FaultMode
 from mpi_coded.registry import HookRegistrar
@@ -89,6 +88,9 @@ form must agree with :meth:`Scheme.load` (it is never used)."""
 
 
 def _second_forms(scheme: Any, K: int, q: int, mu: Fraction) -> dict[str, object]:
+    # deferred: the coded parameters and the loads, only for a plugin's coded scheme
+    from mpi_coded.coded.params import CodedParams
+
     out: dict[str, object] = {}
     for part, hook, what in SECOND_FORMS:
         if callable(fn := getattr(getattr(scheme, part), hook, None)):

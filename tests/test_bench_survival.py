@@ -3,7 +3,17 @@ the launches' times cut into the parts of a relaunch, each launch's job against 
 
 from __future__ import annotations
 
-from mpi_coded.bench.survival import breakdown, machines_on, parser, per_launch, summarize
+import time
+
+from mpi_coded import start_clock
+from mpi_coded.bench.survival import (
+    breakdown,
+    machines_on,
+    parser,
+    per_launch,
+    start_parts,
+    summarize,
+)
 
 
 def test_issue_45_places_machines_4_and_5_on_host_3() -> None:
@@ -45,3 +55,34 @@ def test_the_matrix_row() -> None:
     m = summarize(rs)
     assert m["runs"] == 3 and m["relaunch_p50_s"] == 2.0 and m["relaunch_p99_s"] == 3.0
     assert m["relaunch_max_s"] == 3.0 and m["failed"] == 0
+
+
+def test_the_start_in_parts_from_the_ranks_traces(monkeypatch) -> None:
+    """Each rank's start trace line (mpi_coded/start_clock.py) read back, and the relaunched
+    launch's start cut into spawn, imports, MPI and the store's opening from its ranks'
+    latest marks; a rank of the killed launch (its process older) is left out."""
+    monkeypatch.setenv(start_clock.ENV, "1")
+    old = {"rank": 1.0, "process": 90.0, "imports": 90.3, "mpi": 90.6, "opened": 90.7}
+    new = [{"rank": 0.0, "process": 100.10, "imports": 100.40, "mpi": 100.70, "opened": 100.80},
+           {"rank": 1.0, "process": 100.12, "imports": 100.45, "mpi": 100.71, "opened": 100.82}]
+    p = start_parts([old, *new], started=100.05)
+    assert p is not None and p["ranks"] == 2
+    for k, v in (("spawn_s", 0.07), ("imports_s", 0.33), ("mpi_s", 0.26), ("store_s", 0.11)):
+        assert abs(p[k] - v) < 1e-9, k
+    assert start_parts([old], started=100.05) is None
+
+
+def test_a_start_trace_line_round_trips(monkeypatch) -> None:
+    monkeypatch.delenv(start_clock.ENV, raising=False)
+    start_clock.mark("imports")
+    assert start_clock.line(3, "h") is None  # nothing printed unless asked
+    monkeypatch.setenv(start_clock.ENV, "1")
+    start_clock.mark("mpi")
+    text = start_clock.line(3, "h")
+    assert text is not None and text.startswith("start trace: rank 3 (h): process ")
+    got = start_clock.parse(text)
+    assert got is not None and got["rank"] == 3
+    born = start_clock.process_start()
+    assert born is not None and born <= got["imports"] <= got["mpi"] <= time.time() + 0.01
+    assert abs(got["process"] - born) < 0.002  # printed to the millisecond
+    assert start_clock.parse("warning: something else") is None

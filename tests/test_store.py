@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 from pathlib import Path
@@ -17,7 +18,7 @@ from mpi_coded.store import checkpoint, source
 from mpi_coded.store.assign import assign, plan_repairs
 from mpi_coded.store.blocks import Expect, open_block, scan, verify
 from mpi_coded.store.encode import placement, write_store
-from mpi_coded.store.manifest import read_manifest
+from mpi_coded.store.manifest import MANIFEST, read_manifest
 from mpi_coded.store.repair import combine, repair_coefficients
 from mpi_coded.store.sketch import Sketch, Streamed
 from mpi_coded.store.source import ArrayRows, NpyRows
@@ -91,6 +92,37 @@ def test_sketch_passes_the_right_product_and_fails_a_wrong_one(tmp_path: Path,
         bad = arr.copy()
         bad[2] = bad[2] + 1 if not f.exact else bad[2] ^ 1
         assert not f.verified(sk.error(which, bad, v))
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_the_sketch_is_held_as_bytes_and_a_format_1_list_still_reads(tmp_path: Path,
+                                                                      name: str) -> None:
+    """Format 2 holds ``s`` and ``t`` as base64 strings of their little-endian bytes (no
+    number of them parsed at a start); a format-1 manifest's lists give the same check;
+    a string that is not base64 is refused, not read as zeros."""
+    f, x = get_field(name), _x(name)
+    write_store(ArrayRows(x, "s"), f, 3, 5, str(tmp_path), placement(5, [], []), [1],
+                True, seed=3, progress=lambda s: None)
+    m = read_manifest(tmp_path)
+    assert m.format == 2 and m.sketch["encoding"] == "base64-le"
+    assert isinstance(m.sketch["s"], str) and isinstance(m.sketch["t"], str)
+    new = Sketch(f, m.sketch, m.rows, m.cols)
+    for got, want in ((new.s, f.matmul(new.r, x)), (new.t, f.matmul(new.u, x.T))):
+        if f.exact:  # s = r X and t = X u, computed again here
+            np.testing.assert_array_equal(got, want)
+        else:  # summed in the store's row chunks
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    d = json.loads((tmp_path / MANIFEST).read_text())
+    d["format"], d["sketch"]["s"], d["sketch"]["t"] = 1, new.s.tolist(), new.t.tolist()
+    del d["sketch"]["encoding"]
+    (tmp_path / MANIFEST).write_text(json.dumps(d))
+    old = read_manifest(tmp_path)
+    assert old.format == 1 and old.digest() != m.digest()
+    was = Sketch(f, old.sketch, old.rows, old.cols)
+    np.testing.assert_array_equal(was.s, new.s)
+    np.testing.assert_array_equal(was.t, new.t)
+    with pytest.raises(binascii.Error):
+        Sketch(f, {**m.sketch, "s": "not base64!"}, m.rows, m.cols)
 
 
 def test_streamed_matrix_products(tmp_path: Path) -> None:

@@ -72,16 +72,18 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mpi_coded.cec.step_plan import StepPlan
 from mpi_coded.cec.uncoded import MASTER, Layout, Move, moves, uncoded_split
-from mpi_coded.coded.mapend import MapEnd, map_end
-from mpi_coded.coded.params import CodedParams
-from mpi_coded.coded.placement import Placement, build_placement, rank_of
-from mpi_coded.coded.shuffle import ShufflePlan, shuffle_plan
 from mpi_coded.errors import ConfigError, require
 from mpi_coded.rates import format_rate, parse_rate
+
+if TYPE_CHECKING:
+    from mpi_coded.coded.mapend import MapEnd
+    from mpi_coded.coded.params import CodedParams
+    from mpi_coded.coded.placement import Placement
+    from mpi_coded.coded.shuffle import ShufflePlan
 
 HEADER_BYTES = 64
 """The runtime's message header: 8 int64 words (``runtime.core.wire.HEADER_WORDS``)."""
@@ -401,6 +403,9 @@ def shuffle_traffic(plan: ShufflePlan, itemsize: int, multicast: str = "p2p",
     multicast as ``multicast`` carries it (module docstring), each unicast a header and
     its values; payloads are ``values x itemsize`` bytes, multicasts at their padded
     length."""
+    # deferred: the coded job's modules, off an elastic rank's path (its start)
+    from mpi_coded.coded.placement import rank_of
+
     require(multicast in MULTICAST_MODES, "--multicast",
             f"must be one of {', '.join(MULTICAST_MODES)}", multicast)
     t = Traffic()
@@ -420,6 +425,9 @@ def shuffle_traffic(plan: ShufflePlan, itemsize: int, multicast: str = "p2p",
 
 def gather_traffic(plan: ShufflePlan, itemsize: int) -> Traffic:
     """Each reducer's ``OUTPUT`` to the master: its ``m x (out_stop - out_start)`` values."""
+    # deferred: the coded job's modules, off an elastic rank's path (its start)
+    from mpi_coded.coded.placement import rank_of
+
     t = Traffic()
     for red in plan.reducers:
         t.message(rank_of(red.server), MASTER, plan.m * (red.out_stop - red.out_start),
@@ -445,6 +453,10 @@ def model_plan(placement: Placement, order: Sequence[int] | None = None) -> Shuf
     """The plan the runtime builds for the finishing order ``order`` (default: servers
     ``0, 1, ..., K-1``): ``map_end`` gives ``(Q, extra)``, ``shuffle_plan`` the plan, the
     same two calls as ``runtime/coded``."""
+    # deferred: the coded job's modules, off an elastic rank's path (its start)
+    from mpi_coded.coded.mapend import map_end
+    from mpi_coded.coded.shuffle import shuffle_plan
+
     end: MapEnd = map_end(placement, list(range(placement.K)) if order is None else order)
     return shuffle_plan(placement, end)
 
@@ -575,6 +587,7 @@ def uc_reference(p: CodedParams) -> CodedParams:
     """The uncoded job at ``p``'s ``K``, ``q``, ``mu``, ``m``, ``n``, ``N``, in ``p``'s
     field (so that the ratios compare values of one size)."""
     # deferred: the coded schemes, off an elastic rank's path (its start)
+    from mpi_coded.coded.params import CodedParams
     from mpi_coded.coded.schemes import get
 
     uc = get("uc")
@@ -649,6 +662,9 @@ def network_report(p: CodedParams, net: Network, multicast: str = "p2p",
     ``shuffle_fitted`` holds the shuffle fitted on the job's training runs ((B.8)) and
     ``over_uc`` its ratio too.  A :class:`NetworkReport`; its ``to_dict()`` is the JSON
     object."""
+    # deferred: the coded job's modules, off an elastic rank's path (its start)
+    from mpi_coded.coded.placement import build_placement
+
     job = runnable_params(p)
     cn = coded_network(build_placement(job, assignment), net, multicast, bcast_tree, order)
     fitted = (FittedShuffle(fit.seconds(cn.phases["shuffle"]), fit)

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mpi_coded import start_clock
 from mpi_coded.bench.wrong_answers import mpiexec
 from mpi_coded.cluster import manage
 from mpi_coded.cluster.relaunch import placement, step_row
@@ -146,7 +147,7 @@ def launch_job(args: argparse.Namespace, d: Path, store: str, cfg: Path, out: Pa
            "-m", "mpi_coded", "run", "cec", "--config", str(cfg), "--store", store,
            "--out", str(out)] + (["--verify", args.verify] if args.verify else [])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, start_clock.ENV: "1"})
     rows: list[tuple[float, int, bool]] = []
     err: list[str] = []
 
@@ -193,10 +194,30 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
     report = d / "launches.jsonl"
     launches = read_results(report) if report.exists() else []
     report.unlink(missing_ok=True)
+    traces = [tr for x in err if (tr := start_clock.parse(x)) is not None]
     rec = outcome(lines, launches, rows, t_fail, args.steps)
+    if rec["breakdown"] is not None:
+        rec["breakdown"]["start_parts"] = start_parts(traces, launches[1]["started"])
     return {"case": case, "run": i, "kill_after": kill_after, "hung": hung,
-            "rc": proc.returncode, **rec, "fail_said": said,
-            "stderr_tail": "".join(err[-40:])[-4000:]}
+            "rc": proc.returncode, **rec, "fail_said": said, "t_fail": t_fail,
+            "start_traces": traces,
+            "stderr_tail": "".join(x for x in err if not x.startswith(start_clock.PREFIX)
+                                   )[-4000:]}
+
+
+def start_parts(traces: list[dict[str, float]], started: float) -> dict[str, float] | None:
+    """The relaunched launch's *start* in parts, from its ranks' start traces
+    (:mod:`mpi_coded.start_clock`): ``spawn_s`` from the launch to its last rank's process,
+    ``imports_s`` to the last rank's imports (the command line and config read), ``mpi_s``
+    to the last rank's ``MPI_Init`` done and runtime imported, ``store_s`` to the store
+    opened on every rank; None without the launch's traces."""
+    ts = [t for t in traces if t["process"] >= started - 0.02]  # this launch's ranks
+    if not ts or not all(k in t for t in ts for k in ("imports", "mpi", "opened")):
+        return None
+    last = {k: max(t[k] for t in ts) for k in ("process", "imports", "mpi", "opened")}
+    return {"ranks": len(ts), "spawn_s": last["process"] - started,
+            "imports_s": last["imports"] - last["process"],
+            "mpi_s": last["mpi"] - last["imports"], "store_s": last["opened"] - last["mpi"]}
 
 
 def per_launch(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -361,8 +382,14 @@ def run_all(args: argparse.Namespace, cases: list[str], d: Path, store: str, cfg
                 f"{_s(rec['relaunch_to_verified_s'])}; launcher end "
                 f"{_s(b.get('launcher_end_s'))}, start {_s(b.get('start_to_master_s'))}, "
                 f"before steps {_s(b.get('before_steps_s'))}, first step "
-                f"{_s(b.get('first_step_s'))}), re-sent {rec['bytes_resent']} bytes")
+                f"{_s(b.get('first_step_s'))}{_parts(b.get('start_parts'))}), re-sent "
+                f"{rec['bytes_resent']} bytes")
     return runs
+
+
+def _parts(p: dict[str, float] | None) -> str:
+    return "" if not p else (f"; start: spawn {_s(p['spawn_s'])}, imports {_s(p['imports_s'])}"
+                             f", MPI {_s(p['mpi_s'])}, store {_s(p['store_s'])}")
 
 
 def _s(x: float | None) -> str:

@@ -7,7 +7,7 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from mpi_coded.analysis import network as netmodel
+from mpi_coded import start_clock
 from mpi_coded.cec.config import CECConfig, load_config
 from mpi_coded.cec.plan import POLICIES, make_plan
 from mpi_coded.cec.resume import resume_point
@@ -72,6 +72,9 @@ def _network(args: argparse.Namespace, plan: Any, sp: dict[int, Fraction]
             field)
     cols = 200 if args.cols is None else args.cols
     require(cols >= 1, "--cols", "must be >= 1", cols)
+    # deferred: the network model brings the coded schemes; a run cec rank never needs it
+    from mpi_coded.analysis import network as netmodel
+
     net = netmodel.make_network(len(sp) + 1, args.rate, args.rate_of or (),
                                 _float(args.alpha, "--alpha", 0.0),
                                 _float(args.efficiency, "--efficiency", 1.0),
@@ -135,6 +138,7 @@ def cmd_run_cec(args: argparse.Namespace) -> int:
     first = 1
     if args.resume:
         first = resume_point(cfg, args.out)  # every rank reads it, before any MPI traffic
+    start_clock.mark("imports")
     # deferred: mpi4py: MPI starts here, only for run cec
     from mpi_coded.runtime.cec import job as cec_job
 

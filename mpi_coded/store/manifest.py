@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,9 @@ from typing import Any
 from mpi_coded.errors import ConfigError
 from mpi_coded.store import checksum
 
-FORMAT = 1
-"""The manifest's format version (a reader refuses a newer one)."""
+FORMAT = 2
+"""The manifest's format version (a reader refuses a newer one).  2: the sketch's arrays
+as base64 strings (:data:`mpi_coded.store.sketch.ENCODING`); 1, still read: as lists."""
 MANIFEST = "manifest.json"
 
 
@@ -93,10 +94,10 @@ class Manifest:
         return (self.R, self.cols) if which == 0 else (self.Rt, self.rows)
 
     def identity(self) -> dict[str, Any]:
-        """Every fact but the blocks: the same in every host's manifest of one store."""
-        d = self.to_dict()
-        d.pop("blocks")
-        return d
+        """Every fact but the blocks: the same in every host's manifest of one store.  Not
+        copied deep (:func:`dataclasses.asdict` is): the sketch of an ``X`` of 2 GiB holds
+        32768 floats, and a deep copy of them took 0.3 s of every rank's start."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "blocks"}
 
     def digest(self) -> bytes:
         """16 bytes that differ when two manifests' identities differ."""

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from mpi_coded import start_clock
 from mpi_coded.cec.config import CECConfig
 from mpi_coded.cec.workloads import WORKLOADS
 from mpi_coded.errors import ConfigError
@@ -130,8 +131,10 @@ def open_store(cfg: CECConfig, comm: MPI.Comm) -> StoreRun:
     name = host.encode()[:64]
     mine[N + DIGEST: N + DIGEST + len(name)] = np.frombuffer(name, dtype=np.uint8)
     t1 = time.perf_counter()
+    start_clock.mark("scanned")
     every = _gather(comm, mine, cfg.timeout_s, "every rank's stored blocks")
     arrive_s = time.perf_counter() - t1
+    start_clock.mark("arrived")
     hosts = {r: bytes(row[N + DIGEST:]).rstrip(b"\0").decode(errors="replace")
              for r, row in enumerate(every)}
     if hb is not None and rank == min(r for r in hosts if r > 0 and hosts[r] == host):
@@ -159,6 +162,9 @@ def open_store(cfg: CECConfig, comm: MPI.Comm) -> StoreRun:
     repair(run, cfg, comm, get_field(cfg.field))
     run.parts = _parts(oks, time.perf_counter() - t2)
     run.open_s = time.perf_counter() - t0
+    start_clock.mark("opened")
+    if (said := start_clock.line(rank, host)) is not None:
+        print(said, file=sys.stderr, flush=True)
     return run
 
 

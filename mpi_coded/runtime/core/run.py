@@ -16,6 +16,7 @@ from typing import Any
 
 from mpi4py import MPI
 
+from mpi_coded import start_clock
 from mpi_coded.errors import ConfigError
 from mpi_coded.results import RunContext
 from mpi_coded.runtime.core import linkstats, ulfm
@@ -70,6 +71,7 @@ def launch(size: int | range, rule: str, wait: str, master: Callable[[MPI.Comm, 
     :func:`mpi_coded.runtime.core.ulfm.finalize_hangs`), and a job that lost a machine must
     not wait for it at the end.
     """
+    start_clock.mark("mpi")
     comm = MPI.COMM_WORLD
     check_world(comm, size, rule)
     ulfm.check(fault_tolerance)
