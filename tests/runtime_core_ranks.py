@@ -47,6 +47,51 @@ def launch(n: int, scenario: str, timeout: float = 120.0, *extra: str) -> Any:
                    timeout, {**launcher_env(), "PYTHONPATH": path})
 
 
+def launch_until_ranks_end(n: int, scenario: str, timeout: float, *extra: str,
+                           outlive_s: float = 20.0) -> tuple[Any, bool]:
+    """:func:`launch`, watching the ranks' processes too: ``(run, launcher_outlived)``.
+    When every rank's process has ended and the launcher is still up ``outlive_s`` later,
+    the launcher is killed and ``launcher_outlived`` is True (Open MPI 5.0.11's ``prterun``
+    under ``--with-ft ulfm`` once stayed after all its ranks had ended: the job's ranks,
+    what the guard ends, are gone; the launcher's own exit is Open MPI's).  A rank still
+    running at ``timeout`` fails the test, as :func:`launch` does."""
+    import subprocess
+    import time
+
+    import pytest
+
+    from conftest import ROOT, Run, launcher_env, mpiexec_cmd, processes_matching
+    from mpi_coded.proctree import kill_tree
+
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    me = f"{Path(__file__).name} {scenario}"
+    proc = subprocess.Popen([*mpiexec_cmd(n, *extra), sys.executable, str(Path(__file__)),
+                             scenario], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, cwd=ROOT,
+                            env={**os.environ, **launcher_env(), "PYTHONPATH": path})
+    end, seen, gone = time.monotonic() + timeout, False, None
+    try:
+        while proc.poll() is None and time.monotonic() < end:
+            ranks = [c for c in processes_matching(me)  # "PID: command line"
+                     if c.split(": ", 1)[-1].startswith(sys.executable)]
+            seen = seen or bool(ranks)
+            gone = (gone or time.monotonic()) if seen and not ranks else None
+            if gone is not None and time.monotonic() - gone > outlive_s:
+                break
+            time.sleep(0.2)
+    except BaseException:
+        kill_tree(proc.pid)
+        proc.communicate()
+        raise
+    outlived = proc.poll() is None
+    if outlived:
+        kill_tree(proc.pid)
+    out, err = proc.communicate()
+    if outlived and gone is None:
+        pytest.fail(f"timed out after {timeout} s with ranks still running: {me}\n{out}\n{err}")
+    return Run(proc.returncode, out, err), outlived
+
+
 @functools.cache
 def launched(scenario: str) -> Any:
     """:func:`launch` of ``scenario`` once per test process (tests of several modules read

@@ -9,7 +9,7 @@ import socket
 import time
 
 import pytest
-from runtime_core_ranks import launch
+from runtime_core_ranks import launch, launch_until_ranks_end
 
 from mpi_coded.runtime.core import guard
 from mpi_coded.runtime.core.guard import Phase, guarded
@@ -107,19 +107,23 @@ def test_guard_abort_ends_every_rank_naming_the_failed_one():
 @pytest.mark.mpi
 @pytest.mark.portable
 def test_under_ulfm_with_ranks_dead_the_guard_still_ends_every_rank():
-    """Three ranks killed at once, then rank 0 fails while three others wait 120 s for it:
+    """Three ranks killed at once, then rank 0 fails while three others wait 60 s for it:
     Open MPI 5.0.11's ``MPI_Abort`` alone left them running and ``mpiexec`` waiting ("Abort
-    is in progress"); the guard revokes the communicator first, and they end quietly."""
+    is in progress"); the guard revokes the communicator first, and they end quietly.  What
+    is checked is that every rank's process ends (in CI once, 2026-12-05, the launcher
+    itself stayed after its ranks had ended: then it is killed 20 s after them, and the
+    ranks' ending, rank 0's one line and no other are still checked)."""
     from conftest import mpi_flavor
     from mpi_coded import fault_tolerance as ft
 
     flavor = mpi_flavor()
     t0 = time.monotonic()
-    r = launch(7, "ulfm_abort", 90, *(ft.LAUNCHER_FLAGS if flavor == "openmpi" else ()))
+    r, outlived = launch_until_ranks_end(
+        7, "ulfm_abort", 90, *(ft.LAUNCHER_FLAGS if flavor == "openmpi" else ()))
     if flavor != "openmpi":  # MPICH: refused on every rank before any traffic
         assert r.returncode == 2 and "CONFIG rank 0: fault_tolerance: ulfm needs" in r.stdout
         return
-    assert r.returncode != 0, r.stdout + r.stderr
+    assert outlived or r.returncode != 0, r.stdout + r.stderr
     assert f"mpi-coded: rank 0 ({socket.gethostname()}) failed in phase map 4: " \
         "ValueError: boom from rank 0: ranks [3, 4, 5] died" in r.stderr, r.stderr
     assert [ln for ln in r.stderr.splitlines() if ln.startswith("mpi-coded:")] == [

@@ -11,10 +11,15 @@ JOB_KEY = "job"
 SCHEMA_KEY = "schema"
 """Key of every line written since schema versions exist: the :data:`SCHEMA_VERSION` it
 follows.  A line without it is from an older runtime and reads as version ``1.0``."""
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """``MAJOR.MINOR`` of the lines this package writes.  A new MINOR only adds keys (older
 readers ignore them); a new MAJOR renames or removes keys or changes their meaning, and a
-reader of an older major refuses the line in one message (:func:`check_schema`)."""
+reader of an older major refuses the line in one message (:func:`check_schema`).
+1.2 added the setup line's ``store_open_s`` and ``store_parts``; 1.3 the wrong answers
+found late (a ``wrong_answers`` entry's ``found: "late"`` and its ``step``), the elastic
+summary's ``wrong_answers_after_steps``, and the coded job's quarantine (a run line's
+``quarantined``, ``probation`` and ``quarantine``, the summary's ``quarantine`` and
+``lost_wrong``)."""
 
 CEC = "cec"
 """``job`` of the elastic job's lines."""
