@@ -46,7 +46,7 @@ def line(rank: int, host: str) -> str | None:
         return None
     t0 = process_start()
     base = t0 if t0 is not None else min(_marks.values(), default=time.time())
-    stages = ", ".join(f"{k} +{v - base:.3f} s" for k, v in _marks.items())
+    stages = ", ".join(f"{k} {v - base:+.3f} s" for k, v in _marks.items())
     return f"{PREFIX} rank {rank} ({host}): process {base:.3f}; {stages}"
 
 

@@ -49,47 +49,88 @@ def launch(n: int, scenario: str, timeout: float = 120.0, *extra: str) -> Any:
 
 def launch_until_ranks_end(n: int, scenario: str, timeout: float, *extra: str,
                            outlive_s: float = 20.0) -> tuple[Any, bool]:
-    """:func:`launch`, watching the ranks' processes too: ``(run, launcher_outlived)``.
-    When every rank's process has ended and the launcher is still up ``outlive_s`` later,
-    the launcher is killed and ``launcher_outlived`` is True (Open MPI 5.0.11's ``prterun``
+    """:func:`launch`, watching the ranks' processes too (those of this launch: its
+    session, which they keep when orphaned): ``(run, launcher_outlived)``.  When every
+    rank's process has ended and the launcher is still up ``outlive_s`` later, the
+    launcher is killed and ``launcher_outlived`` is True (Open MPI 5.0.11's ``prterun``
     under ``--with-ft ulfm`` once stayed after all its ranks had ended: the job's ranks,
     what the guard ends, are gone; the launcher's own exit is Open MPI's).  A rank still
-    running at ``timeout`` fails the test, as :func:`launch` does."""
+    running at ``timeout``, or 5 s after its launcher ended, fails the test."""
     import subprocess
+    import threading
     import time
 
     import pytest
 
-    from conftest import ROOT, Run, launcher_env, mpiexec_cmd, processes_matching
+    from conftest import ROOT, Run, launcher_env, mpiexec_cmd
     from mpi_coded.proctree import kill_tree
 
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    me = f"{Path(__file__).name} {scenario}"
     proc = subprocess.Popen([*mpiexec_cmd(n, *extra), sys.executable, str(Path(__file__)),
                              scenario], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, cwd=ROOT,
                             env={**os.environ, **launcher_env(), "PYTHONPATH": path})
+    out: list[str] = []
+    err: list[str] = []
+    readers = [threading.Thread(target=lambda f=f, to=to: to.extend(f), daemon=True)
+               for f, to in ((proc.stdout, out), (proc.stderr, err))]
+    for t in readers:
+        t.start()
+
+    def ranks() -> list[int]:  # this launch's ranks: its session, Python's command line
+        return [pid for pid in _session(proc.pid) if pid != proc.pid
+                and _cmdline(pid).startswith(f"{sys.executable} {Path(__file__)} {scenario}")]
+
     end, seen, gone = time.monotonic() + timeout, False, None
     try:
         while proc.poll() is None and time.monotonic() < end:
-            ranks = [c for c in processes_matching(me)  # "PID: command line"
-                     if c.split(": ", 1)[-1].startswith(sys.executable)]
-            seen = seen or bool(ranks)
-            gone = (gone or time.monotonic()) if seen and not ranks else None
+            alive = ranks()
+            seen = seen or bool(alive)
+            gone = (gone or time.monotonic()) if seen and not alive else None
             if gone is not None and time.monotonic() - gone > outlive_s:
                 break
             time.sleep(0.2)
-    except BaseException:
+        outlived = proc.poll() is None
+        if outlived:
+            kill_tree(proc.pid)
+        proc.wait()
+        left = ranks()
+        until = time.monotonic() + 5
+        while left and time.monotonic() < until:  # the launcher ended: so must they
+            time.sleep(0.2)
+            left = ranks()
+    finally:
         kill_tree(proc.pid)
-        proc.communicate()
-        raise
-    outlived = proc.poll() is None
-    if outlived:
-        kill_tree(proc.pid)
-    out, err = proc.communicate()
-    if outlived and gone is None:
-        pytest.fail(f"timed out after {timeout} s with ranks still running: {me}\n{out}\n{err}")
-    return Run(proc.returncode, out, err), outlived
+        for pid in ranks():
+            kill_tree(pid)
+    for t in readers:
+        t.join(10)
+    text = "".join(out) + "\n" + "".join(err)
+    if left or (outlived and gone is None):
+        pytest.fail(f"ranks still running ({len(left)}) after {timeout} s or their launcher's "
+                    f"end: {scenario}\n{text}")
+    return Run(proc.returncode, "".join(out), "".join(err)), outlived
+
+
+def _session(sid: int) -> list[int]:
+    """The processes of session ``sid`` (``/proc/PID/stat``'s sixth field)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[3] == str(sid):
+                found.append(int(d.name))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    except OSError:
+        return ""
 
 
 @functools.cache

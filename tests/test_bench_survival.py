@@ -70,6 +70,10 @@ def test_the_start_in_parts_from_the_ranks_traces(monkeypatch) -> None:
     for k, v in (("spawn_s", 0.07), ("imports_s", 0.33), ("mpi_s", 0.26), ("store_s", 0.11)):
         assert abs(p[k] - v) < 1e-9, k
     assert start_parts([old], started=100.05) is None
+    third = {**new[0], "process": 107.0, "imports": 107.5, "mpi": 108.0, "opened": 108.1}
+    assert start_parts([old, *new, third], 100.05, next_started=106.9) == p  # not launch 3's
+    back = start_clock.parse("start trace: rank 1 (h): process 10.000; imports -0.001 s")
+    assert back is not None and abs(back["imports"] - 9.999) < 1e-9  # a clock stepped back
 
 
 def test_a_start_trace_line_round_trips(monkeypatch) -> None:
@@ -84,5 +88,5 @@ def test_a_start_trace_line_round_trips(monkeypatch) -> None:
     assert got is not None and got["rank"] == 3
     born = start_clock.process_start()
     assert born is not None and born <= got["imports"] <= got["mpi"] <= time.time() + 0.01
-    assert abs(got["process"] - born) < 0.002  # printed to the millisecond
+    assert abs(got["process"] - born) < 0.05  # two readings of two clocks, under load
     assert start_clock.parse("warning: something else") is None

@@ -197,7 +197,9 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
     traces = [tr for x in err if (tr := start_clock.parse(x)) is not None]
     rec = outcome(lines, launches, rows, t_fail, args.steps)
     if rec["breakdown"] is not None:
-        rec["breakdown"]["start_parts"] = start_parts(traces, launches[1]["started"])
+        rec["breakdown"]["start_parts"] = start_parts(
+            traces, launches[1]["started"],
+            launches[2]["started"] if len(launches) > 2 else None)
     return {"case": case, "run": i, "kill_after": kill_after, "hung": hung,
             "rc": proc.returncode, **rec, "fail_said": said, "t_fail": t_fail,
             "start_traces": traces,
@@ -205,13 +207,17 @@ def one_run(case: str, i: int, kill_after: int, args: argparse.Namespace, d: Pat
                                    )[-4000:]}
 
 
-def start_parts(traces: list[dict[str, float]], started: float) -> dict[str, float] | None:
+def start_parts(traces: list[dict[str, float]], started: float,
+                next_started: float | None = None) -> dict[str, float] | None:
     """The relaunched launch's *start* in parts, from its ranks' start traces
     (:mod:`mpi_coded.start_clock`): ``spawn_s`` from the launch to its last rank's process,
     ``imports_s`` to the last rank's imports (the command line and config read), ``mpi_s``
     to the last rank's ``MPI_Init`` done and runtime imported, ``store_s`` to the store
-    opened on every rank; None without the launch's traces."""
-    ts = [t for t in traces if t["process"] >= started - 0.02]  # this launch's ranks
+    opened on every rank; None without the launch's traces.  The launch's ranks: those
+    whose process began after it did (to ``/proc``'s 1/100 s) and before the next
+    launch (``next_started``), if there was one."""
+    ts = [t for t in traces if t["process"] >= started - 0.02  # this launch's ranks
+          and (next_started is None or t["process"] < next_started - 0.02)]
     if not ts or not all(k in t for t in ts for k in ("imports", "mpi", "opened")):
         return None
     last = {k: max(t[k] for t in ts) for k in ("process", "imports", "mpi", "opened")}

@@ -22,12 +22,17 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mpi_coded.errors import ConfigError
+from mpi_coded.fields import get_field
 from mpi_coded.store import checksum
+from mpi_coded.store.sketch import ENCODING, encode_array
 
 FORMAT = 2
 """The manifest's format version (a reader refuses a newer one).  2: the sketch's arrays
-as base64 strings (:data:`mpi_coded.store.sketch.ENCODING`); 1, still read: as lists."""
+as base64 strings (:data:`mpi_coded.store.sketch.ENCODING`); 1, still read: as lists,
+turned into format 2's strings as it is read (:func:`_sketch_as_bytes`)."""
 MANIFEST = "manifest.json"
 
 
@@ -139,9 +144,11 @@ class Manifest:
             blocks = tuple(_entry(b) for b in d.get("blocks", []))
             kw = {k: d[k] for k in ("field", "rows", "cols", "L", "N", "generator",
                                      "dataset")}
+            sketch = dict(d.get("sketch", {}))
+            if any(isinstance(sketch.get(k), list) for k in ("s", "t")):
+                sketch, fmt = _sketch_as_bytes(sketch, str(kw["field"])), FORMAT
             return cls(**kw, transpose=bool(d.get("transpose", False)),
-                       sketch=dict(d.get("sketch", {})), norm2=d.get("norm2"),
-                       blocks=blocks, format=fmt,
+                       sketch=sketch, norm2=d.get("norm2"), blocks=blocks, format=fmt,
                        checksum_algorithm=str(d.get("checksum_algorithm", "")))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ConfigError("store", f"{path}: not a store manifest ({type(exc).__name__}: "
@@ -198,6 +205,19 @@ def _entry(b: dict[str, Any]) -> BlockEntry:
         raise ValueError(f"block {e.file}: {len(e.chunks)} chunk checksums do not cover "
                          f"{e.shape[0]} rows in chunks of {e.chunk_rows}")
     return e
+
+
+def _sketch_as_bytes(sketch: dict[str, Any], field: str) -> dict[str, Any]:
+    """A format-1 sketch (lists of numbers) as format 2 holds it (base64 strings of the same
+    values: exact, a JSON float reads back as the float written), so that a store whose
+    hosts' manifests were written by the two versions has one identity
+    (:meth:`Manifest.digest`), and a manifest rewritten is format 2."""
+    dtype = get_field(field).dtype
+    out = {**sketch, "encoding": ENCODING}
+    for k in ("s", "t"):
+        if isinstance(sketch.get(k), list):
+            out[k] = encode_array(np.asarray(sketch[k], dtype=dtype))
+    return out
 
 
 def read_manifest(directory: Path) -> Manifest:
