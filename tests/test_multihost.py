@@ -1049,8 +1049,18 @@ def test_a_host_killed_under_ulfm_ends_the_job_naming_its_machines(four_hosts, w
         assert "after step" in why, why
         return
     assert "machine 4 (" + f"{c.name}-node3)" in why and f"machine 5 ({c.name}-node3)" in why
-    assert {(e["machine"], e["host"]) for e in summary["lost"]} == \
-        {(4, f"{c.name}-node3"), (5, f"{c.name}-node3")}
+    lost = {(e["machine"], e["host"]): e for e in summary["lost"]}
+    node3 = {(4, f"{c.name}-node3"), (5, f"{c.name}-node3")}
+    assert node3 <= set(lost), summary["lost"]
+    # PRRTE ends the whole job once it has lost node3's daemon: a machine elsewhere may die
+    # in that teardown before rank 0's own SIGTERM (once in CI, 2026-12-05: machine 3 on
+    # node2). Such a one is found dead after node3's, in a job the launcher ended.
+    others = [e for k, e in lost.items() if k not in node3]
+    if others:
+        assert "the launcher ended the job" in why, why
+        first = min(float(lost[k]["detected_unix"] or 0.0) for k in node3)
+        assert all(e["detected_unix"] is None or float(e["detected_unix"]) >= first
+                   for e in others), summary["lost"]
 
 
 @pytest.mark.mpi
