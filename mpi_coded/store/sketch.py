@@ -41,7 +41,9 @@ ENCODING = "base64-le"
 """How a manifest holds ``s`` and ``t`` (format 2): the little-endian bytes of the array in
 base64, one JSON string each.  Format 1 held lists of numbers: at ``X`` of 16384 columns
 32768 floats that every rank parsed, hashed and sent as text at its start (about 0.1 s
-of CPU a rank); a string is read, hashed and sent at memory speed.  Both are read."""
+of CPU a rank); a string is read, hashed and sent at memory speed.  A format-1
+manifest's lists become these strings where it is read
+(:meth:`mpi_coded.store.manifest.Manifest.from_dict`), the one place that knows both."""
 
 
 def encode_array(a: np.ndarray) -> str:
@@ -50,13 +52,11 @@ def encode_array(a: np.ndarray) -> str:
                             .tobytes()).decode("ascii")
 
 
-def decode_array(v: Any, dtype: np.dtype[Any], shape: tuple[int, int]) -> np.ndarray:
-    """A sketch array as :func:`encode_array` wrote it (a string), or a format-1 list."""
-    if isinstance(v, str):
-        raw = np.frombuffer(base64.b64decode(v, validate=True),
-                            dtype=np.dtype(dtype).newbyteorder("<"))
-        return raw.astype(dtype).reshape(shape)
-    return np.asarray(v, dtype=dtype).reshape(shape)
+def decode_array(v: str, dtype: np.dtype[Any], shape: tuple[int, int]) -> np.ndarray:
+    """A sketch array as :func:`encode_array` wrote it."""
+    raw = np.frombuffer(base64.b64decode(v, validate=True),
+                        dtype=np.dtype(dtype).newbyteorder("<"))
+    return raw.astype(dtype).reshape(shape)
 
 
 def sketch_vectors(field: Field, k: int, n: int, seed: int, which: int) -> np.ndarray:
